@@ -1,0 +1,196 @@
+#pragma once
+// Grading: the launcher's mechanism report and the child's own observations
+// in, the achieved isolation level and one enforcement grade per guarantee
+// out. Pure. The rules (docs/grading.md):
+//   enforced    - the child observed the guarantee hold;
+//   unverified  - the mechanism was requested and nothing contradicted it;
+//   unavailable - not offered here, or the child observed it fail.
+// A grade is only ever lowered by what was observed, never raised by what
+// was requested.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "psych/isolation.hpp"
+#include "psych/limits.hpp"
+#include "psych/reports.hpp"
+
+namespace psych {
+
+/// What the host asked for, to compare the observations against.
+struct grading_expectation {
+  isolation_level requested = isolation_level::process;
+  sandbox_limits limits;
+  network_access network = network_access::none;
+  std::optional<std::int64_t> run_as_uid;  ///< nullopt: the child keeps the worker's uid
+  std::optional<std::int64_t> run_as_gid;
+  std::int64_t worker_uid = 0;
+  std::vector<std::string> environment_keys;  ///< every key the host set, sorted
+};
+
+struct containment_grade {
+  std::optional<isolation_level> achieved;  ///< nullopt: below the process floor
+  guarantee_grades grades;
+  bool network_denied = false;
+  std::vector<std::string> problems;  ///< every contradiction observed, in words
+
+  [[nodiscard]] bool reaches(isolation_level level) const { return achieved && *achieved >= level; }
+};
+
+namespace detail {
+
+inline bool has(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+inline bool probe_blocked(probe_outcome o) {
+  return o == probe_outcome::denied || o == probe_outcome::unreachable;
+}
+inline bool probe_exposed(probe_outcome o) {
+  return o == probe_outcome::connected || o == probe_outcome::refused;
+}
+
+/// An rlimit the child read back matches what the launcher set (soft side).
+inline bool readback_matches(const rlimit_pair& seen, std::int64_t set) {
+  return set >= 0 && seen[0] == set && (seen[1] == -1 || seen[1] >= seen[0]);
+}
+
+inline enforcement grade_filesystem(const mechanism_report& m, const child_report& c,
+                                    std::vector<std::string>& problems) {
+  if (c.canary.readable) {
+    problems.emplace_back("filesystem: the child read the host canary file");
+    return enforcement::unavailable;
+  }
+  // Only a real boundary proves more than "this one file was out of reach".
+  if (has(m.namespaces, "mount") && !c.root_is_host) return enforcement::enforced;
+  if (m.landlock_abi > 0) return enforcement::unverified;
+  return enforcement::unavailable;  // an unreadable canary here is file permissions, not containment
+}
+
+inline enforcement grade_network(const grading_expectation& e, const mechanism_report& m,
+                                 const child_report& c, std::vector<std::string>& problems) {
+  if (e.network == network_access::unrestricted) return enforcement::unavailable;  // granted, not denied
+  const auto& v4 = c.network.ipv4;
+  const auto& v6 = c.network.ipv6;
+  if (probe_exposed(v4.outcome) || probe_exposed(v6.outcome)) {
+    problems.emplace_back(std::string("network: the child reached the host's loopback listener (ipv4: ")
+                              .append(name_of(v4.outcome)).append(", ipv6: ").append(name_of(v6.outcome))
+                              .append(")"));
+    return enforcement::unavailable;
+  }
+  if (probe_blocked(v4.outcome) && probe_blocked(v6.outcome)) return enforcement::enforced;
+  const bool mechanism = m.seccomp == seccomp_state::filter || has(m.namespaces, "net");
+  return mechanism ? enforcement::unverified : enforcement::unavailable;
+}
+
+inline enforcement grade_process_tree(const mechanism_report& m, const child_report& c,
+                                      std::vector<std::string>& problems) {
+  if (has(m.namespaces, "pid") && c.pid == 1) return enforcement::enforced;
+  if (!m.session || !m.subreaper) return enforcement::unavailable;
+  if (c.sid != c.pid || c.pgid != c.pid) {
+    problems.emplace_back("process_tree: the child is not the leader of its own session");
+    return enforcement::unavailable;
+  }
+  return enforcement::enforced;
+}
+
+inline enforcement grade_identity(const grading_expectation& e, const mechanism_report& m,
+                                  const child_report& c, std::vector<std::string>& problems) {
+  if (!e.run_as_uid) return enforcement::unavailable;  // same uid as the worker: no drop exists
+  const bool uid_ok = c.uid == *e.run_as_uid && c.euid == *e.run_as_uid;
+  const bool gid_ok = !e.run_as_gid || (c.gid == *e.run_as_gid && c.egid == *e.run_as_gid);
+  const bool groups_ok = std::all_of(c.groups.begin(), c.groups.end(),
+                                     [&](std::int64_t g) { return e.run_as_gid && g == *e.run_as_gid; });
+  const bool lesser = c.uid != 0 && c.uid != e.worker_uid;
+  if (m.uid_drop && uid_ok && gid_ok && groups_ok && lesser) return enforcement::enforced;
+  problems.emplace_back("identity: the child does not run as the requested lesser uid/gid");
+  return enforcement::unavailable;
+}
+
+/// An rlimit is graded against both what the launcher says it set and what the
+/// terms asked for. A per-process rlimit proves the cap on the interpreter,
+/// not on the tree: unverified unless a tree-wide mechanism backs it.
+inline enforcement grade_rlimit(const char* name, const rlimit_pair& seen, std::int64_t set,
+                                std::int64_t expected, bool tree_wide, std::vector<std::string>& problems) {
+  if (set != expected) {
+    problems.emplace_back(std::string(name).append(": the launcher set a different limit than the terms"));
+    return enforcement::unavailable;
+  }
+  if (!readback_matches(seen, set)) {
+    problems.emplace_back(std::string(name).append(": the limit the child read back differs from the one set"));
+    return enforcement::unavailable;
+  }
+  return tree_wide ? enforcement::enforced : enforcement::unverified;
+}
+
+inline enforcement grade_environment(const grading_expectation& e, const child_report& c,
+                                     std::vector<std::string>& problems) {
+  std::vector<std::string> extra;
+  for (const auto& key : c.environment_keys)
+    if (!has(e.environment_keys, key)) extra.push_back(key);
+  if (extra.empty()) return enforcement::enforced;
+  std::string names;  // names only: a value may be a credential
+  for (const auto& key : extra) names.append(names.empty() ? "" : ", ").append(key);
+  problems.emplace_back("environment: unexpected variables reached the child: " + names);
+  return enforcement::unavailable;
+}
+
+}  // namespace detail
+
+inline containment_grade grade_containment(const grading_expectation& e, const mechanism_report& m,
+                                           const child_report& c) {
+  containment_grade out;
+  auto& g = out.grades;
+  auto& problems = out.problems;
+  const bool cgroup = m.cgroup != "none";
+
+  g.filesystem = detail::grade_filesystem(m, c, problems);
+  g.network = detail::grade_network(e, m, c, problems);
+  g.process_tree = detail::grade_process_tree(m, c, problems);
+  g.identity = detail::grade_identity(e, m, c, problems);
+  const auto& want = e.limits;
+  const auto& set = m.rlimits;
+  const auto& seen = c.rlimits;
+  g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds,
+                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), cgroup, problems);
+  g.memory = detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes,
+                                  static_cast<std::int64_t>(want.address_space_bytes.value), false, problems);
+  // A file-size cap is per write, not per tree: the rlimit read back is the whole guarantee.
+  g.file_size = detail::grade_rlimit("file_size", seen.file_size_bytes, set.file_size_bytes,
+                                     static_cast<std::int64_t>(want.file_size_bytes.value), true, problems);
+  // RLIMIT_NPROC binds a uid, so it is only as good as the identity it counts;
+  // the launcher adds the uid's existing processes to the requested count.
+  const auto nproc = detail::grade_rlimit(
+      "process_count", seen.process_count, set.process_count,
+      static_cast<std::int64_t>(want.process_count.value) + m.process_count_base, true, problems);
+  g.process_count = weakest(nproc, e.run_as_uid ? g.identity : enforcement::unverified);
+  // The clock is held outside the sandbox, by the launcher and the host.
+  g.wall_clock = enforcement::enforced;
+  g.environment = detail::grade_environment(e, c, problems);
+  out.network_denied = e.network == network_access::none && g.network != enforcement::unavailable;
+
+  const bool floor = g.process_tree != enforcement::unavailable && g.environment == enforcement::enforced &&
+                     g.cpu != enforcement::unavailable && g.memory != enforcement::unavailable &&
+                     g.file_size != enforcement::unavailable && c.pid > 0;
+  const bool boundary = g.filesystem == enforcement::enforced && g.identity == enforcement::enforced &&
+                        (g.network == enforcement::enforced || e.network == network_access::unrestricted) &&
+                        detail::has(m.namespaces, "user") && detail::has(m.namespaces, "pid");
+  if (floor) out.achieved = boundary ? isolation_level::isolated : isolation_level::process;
+  else problems.emplace_back("below the process floor: separate process tree, scrubbed environment and limits");
+  return out;
+}
+
+/// After the execution: a descendant that survived the kill means the tree
+/// was not contained, whatever the child reported at the start.
+inline void grade_exit(containment_grade& grade, std::int64_t survivors) {
+  if (survivors > 0) {
+    grade.grades.process_tree = enforcement::unavailable;
+    grade.problems.push_back("process_tree: " + std::to_string(survivors) +
+                             " descendant(s) survived the execution");
+  }
+}
+
+}  // namespace psych

@@ -1,0 +1,148 @@
+#pragma once
+// The frames of the launcher contract (docs/contract.md), as plain structs.
+// Each frame names its `type`; the codec (codec.hpp) walks the fields
+// generically, so the JSON of a frame is exactly its members.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include "psych/isolation.hpp"
+#include "psych/json_text.hpp"
+#include "psych/limits.hpp"
+#include "psych/reports.hpp"
+
+namespace psych::protocol {
+
+inline constexpr std::int64_t contract_version = 1;
+
+struct probe_ports {
+  std::int64_t ipv4_port = 0;  ///< 0: no listener on that family
+  std::int64_t ipv6_port = 0;
+};
+
+struct identity {
+  std::int64_t uid = -1;
+  std::int64_t gid = -1;
+};
+
+// ---- control: host -> launcher ----------------------------------------------
+
+struct launch_frame {
+  static constexpr std::string_view type = "launch";
+  std::int64_t version = contract_version;
+  std::string token;
+  isolation_level isolation = isolation_level::process;
+  sandbox_limits limits;
+  network_access network = network_access::none;
+  std::map<std::string, std::string> environment;
+  std::string interpreter;
+  std::string workspace;
+  std::string tmp_dir;
+  std::string canary;
+  probe_ports probe;
+  std::optional<identity> run_as;
+  bool allow_same_uid = false;
+  std::int64_t open_files = 256;
+};
+
+struct cancel_frame {
+  static constexpr std::string_view type = "cancel";
+  std::string reason;  ///< "cancelled" or "timeout"
+};
+
+// ---- control: launcher -> host ----------------------------------------------
+
+struct started_frame {
+  static constexpr std::string_view type = "started";
+  std::int64_t pid = 0;
+  mechanism_report mechanisms;
+};
+
+/// Setup failed before the program could run. Names the stage, the call and errno.
+struct launch_error_frame {
+  static constexpr std::string_view type = "error";
+  std::string stage;
+  std::string syscall;
+  std::int64_t error_number = 0;
+  std::string message;
+};
+
+struct exit_frame {
+  static constexpr std::string_view type = "exit";
+  std::int64_t exit_code = -1;
+  std::string signal;  ///< "SIGKILL", or empty when the child exited
+  double user_seconds = 0;
+  double system_seconds = 0;
+  std::int64_t max_rss_bytes = 0;
+  double wall_seconds = 0;
+  std::string limit_hit;  ///< a limit_name spelling, or empty
+  bool cancelled = false;
+  std::int64_t killed = 0;     ///< descendants killed after the child ended
+  std::int64_t survivors = 0;  ///< descendants still alive after the kill: must be 0
+};
+
+// ---- channel: child -> host -------------------------------------------------
+
+struct hello_frame {
+  static constexpr std::string_view type = "hello";
+  std::string token;
+  child_report report;
+};
+
+enum class program_error_kind { exception, syntax_error, value_not_serializable };
+
+struct program_error {
+  program_error_kind kind = program_error_kind::exception;
+  std::string type;  ///< the exception's qualified name
+  std::string message;
+  std::string traceback;
+  std::int64_t line = 0;   ///< the program's own line, 0 when unknown
+  std::string limit_hint;  ///< a limit_name spelling the child recognised, or empty
+};
+
+struct done_frame {
+  static constexpr std::string_view type = "done";
+  bool ok = false;
+  std::optional<json_text> value;
+  std::optional<program_error> error;
+};
+
+// ---- channel: host -> child -------------------------------------------------
+
+struct run_frame {
+  static constexpr std::string_view type = "run";
+  std::string program;
+  std::string filename = "<program>";
+};
+
+struct abort_frame {
+  static constexpr std::string_view type = "abort";
+  std::string reason;
+};
+
+}  // namespace psych::protocol
+
+namespace psych {
+PSYCH_ENUM_NAMES(protocol::program_error_kind, "exception", "syntax_error", "value_not_serializable");
+}
+
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::probe_ports, ipv4_port, ipv6_port);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::identity, uid, gid);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_frame, version, token, isolation, limits, network,
+                        environment, interpreter, workspace, tmp_dir, canary, probe, run_as,
+                        allow_same_uid, open_files);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::cancel_frame, reason);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::started_frame, pid, mechanisms);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_error_frame, stage, syscall, error_number, message);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::exit_frame, exit_code, signal, user_seconds, system_seconds,
+                        max_rss_bytes, wall_seconds, limit_hit, cancelled, killed, survivors);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::hello_frame, token, report);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::program_error, kind, type, message, traceback, line,
+                        limit_hint);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::done_frame, ok, value, error);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::run_frame, program, filename);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::abort_frame, reason);

@@ -1,0 +1,106 @@
+#pragma once
+// The two halves of a containment report: what the launcher applied
+// (mechanism_report) and what the child observed from inside
+// (child_report). Grading reads both; only the second can raise a grade to
+// enforced. Field names are the contract's (docs/contract.md).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include "psych/names.hpp"
+
+namespace psych {
+
+/// An rlimit as the child read it back: {soft, hard}, -1 meaning unlimited.
+using rlimit_pair = std::array<std::int64_t, 2>;
+
+struct applied_rlimits {
+  std::int64_t cpu_seconds = -1;
+  std::int64_t address_space_bytes = -1;
+  std::int64_t file_size_bytes = -1;
+  std::int64_t process_count = -1;
+  std::int64_t open_files = -1;
+  std::int64_t core_bytes = -1;
+};
+
+enum class seccomp_state { none, filter };
+PSYCH_ENUM_NAMES(seccomp_state, "none", "filter");
+
+struct mechanism_report {
+  bool session = false;            ///< setsid() in the child
+  bool subreaper = false;          ///< the launcher is PR_SET_CHILD_SUBREAPER
+  bool no_new_privs = false;
+  seccomp_state seccomp = seccomp_state::none;
+  std::int64_t landlock_abi = 0;   ///< 0: not applied
+  std::vector<std::string> namespaces;  ///< e.g. "user", "mount", "pid", "net"
+  std::string cgroup = "none";     ///< "none", "v1", "v2"
+  bool uid_drop = false;           ///< setuid to run_as happened
+  bool fds_closed = false;
+  bool environment_built = false;
+  applied_rlimits rlimits;
+  std::int64_t process_count_base = 0;  ///< the target uid's processes before the child
+};
+
+struct child_rlimits {
+  rlimit_pair cpu_seconds{-1, -1};
+  rlimit_pair address_space_bytes{-1, -1};
+  rlimit_pair file_size_bytes{-1, -1};
+  rlimit_pair process_count{-1, -1};
+  rlimit_pair open_files{-1, -1};
+  rlimit_pair core_bytes{-1, -1};
+};
+
+struct canary_observation {
+  bool readable = true;  ///< assume exposure until the child says otherwise
+  std::int64_t error_number = 0;
+};
+
+enum class probe_outcome { denied, unreachable, refused, connected, timeout, error, skipped };
+PSYCH_ENUM_NAMES(probe_outcome, "denied", "unreachable", "refused", "connected", "timeout", "error",
+                 "skipped");
+
+struct network_probe {
+  probe_outcome outcome = probe_outcome::error;
+  std::int64_t error_number = 0;
+};
+
+struct network_observation {
+  network_probe ipv4;
+  network_probe ipv6;
+};
+
+struct child_report {
+  std::int64_t pid = 0, ppid = 0, pgid = 0, sid = 0;
+  std::int64_t uid = -1, gid = -1, euid = -1, egid = -1;
+  std::vector<std::int64_t> groups;
+  bool no_new_privs = false;
+  std::int64_t seccomp_mode = -1;
+  child_rlimits rlimits;
+  canary_observation canary;
+  network_observation network;
+  std::vector<std::string> environment_keys;
+  std::string cwd;
+  std::int64_t workspace_entries = -1;
+  std::string mnt_ns;
+  bool root_is_host = true;
+  std::string python;
+};
+
+}  // namespace psych
+
+BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
+                        process_count, open_files, core_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
+                        landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
+                        rlimits, process_count_base);
+BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
+                        process_count, open_files, core_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);
+BOOST_HANA_ADAPT_STRUCT(psych::network_probe, outcome, error_number);
+BOOST_HANA_ADAPT_STRUCT(psych::network_observation, ipv4, ipv6);
+BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, euid, egid, groups,
+                        no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
+                        workspace_entries, mnt_ns, root_is_host, python);

@@ -1,0 +1,44 @@
+#pragma once
+// What one execution hands back: every field of the spec's "Results".
+// C++ cannot name a member `stdout` (a C macro), so the previews are
+// stdout_preview / stderr_preview here and "stdout" / "stderr" in JSON.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "psych/failure.hpp"
+#include "psych/isolation.hpp"
+#include "psych/json_text.hpp"
+#include "psych/limits.hpp"
+
+namespace psych {
+
+/// A file the program left in its workspace, by workspace-relative path.
+/// (Collection is off unless an ArtifactPolicy asks for it.)
+struct artifact {
+  std::string path;
+  std::uint64_t size_bytes = 0;
+  friend bool operator==(const artifact&, const artifact&) = default;
+};
+
+struct sandbox_result {
+  std::string stdout_preview, stderr_preview;  ///< decoded previews, what the model sees
+  std::string stdout_data, stderr_data;        ///< captured bytes, at most max_bytes each
+  std::uint64_t stdout_size = 0, stderr_size = 0;  ///< bytes produced, even when truncated
+  std::optional<json_text> value;  ///< the top-level value; nullopt both for none and for None
+  std::optional<sandbox_failure> failure;
+  std::vector<artifact> artifacts;
+  std::uint64_t artifacts_omitted = 0;
+  double duration_seconds = 0;
+  std::optional<limit_name> limit_hit;  ///< the cap that ended it; nullopt on a clean end or a plain error
+  bool cancelled = false;
+  std::optional<isolation_level> isolation;  ///< what this execution reached; nullopt if nothing ran
+  guarantee_grades guarantees;
+  bool network_denied = false;
+  std::vector<std::string> problems;  ///< what grading saw contradicted, in words
+
+  [[nodiscard]] bool ok() const { return !failure.has_value(); }
+};
+
+}  // namespace psych
