@@ -1,6 +1,7 @@
 #pragma once
 // The whole pure policy core in one include. Free of I/O, OS headers,
 // RapidJSON and Asio; the contract lives in psych/protocol/, I/O in psych/host/.
+#include "psych/capture.hpp"
 #include "psych/failure.hpp"
 #include "psych/grading.hpp"
 #include "psych/isolation.hpp"

@@ -1,0 +1,37 @@
+#pragma once
+// The psych command line: parsing only (no I/O), so that every usage error
+// is a named value a test can check.
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "psych/core.hpp"
+
+namespace psych::cli {
+
+struct run_command {
+  bool json = false;
+  isolation_level isolation = isolation_level::process;
+  code_execution_limits limits;
+  std::string program_path;  ///< "-" for standard input
+};
+
+struct describe_command {
+  bool json = false;
+};
+
+struct help_command {
+  std::string text;
+};
+
+using command = std::variant<run_command, describe_command, help_command>;
+
+/// args excludes argv[0]. Errors are invalid_argument / invalid_limit.
+result<command> parse(std::span<const std::string_view> args);
+
+extern const char* const usage;
+extern const char* const run_usage;
+extern const char* const describe_usage;
+
+}  // namespace psych::cli

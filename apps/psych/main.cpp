@@ -1,0 +1,177 @@
+// psych: run a model-written program in the local sandbox, or describe it.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "psych/host/result_json.hpp"
+#include "psych/host/sandbox.hpp"
+
+namespace {
+
+using namespace psych;
+
+enum exit_status : int { completed = 0, failed = 1, usage_error = 2, refused = 3 };
+
+int fail_usage(const error& e) {
+  fmt::print(stderr, "psych: {}\n", e.message());
+  return usage_error;
+}
+
+result<std::string> read_program(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    if (std::cin.bad()) return failure(error_kind::unreadable_file, "standard input could not be read");
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
+  text << in.rdbuf();
+  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("{}: read error", path));
+  return text.str();
+}
+
+/// ^C and SIGTERM cancel the execution (the tree is killed and the result
+/// still printed) instead of killing psych and orphaning the sandbox.
+class signal_canceller {
+ public:
+  signal_canceller() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    sigaddset(&signals_, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    waiter_ = std::jthread([this](std::stop_token self) {
+      const timespec tick{0, 100'000'000};
+      while (!self.stop_requested()) {
+        if (sigtimedwait(&signals_, nullptr, &tick) > 0) source_.request_stop();
+      }
+    });
+  }
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  sigset_t signals_{};
+  std::stop_source source_;
+  std::jthread waiter_;
+};
+
+void print_text(const sandbox_result& r) {
+  if (r.value) fmt::print("value: {}\n", r.value->text);
+  else if (!r.failure) fmt::print("value: None\n");
+  const auto stream = [](const char* name, const std::string& preview, std::uint64_t size) {
+    fmt::print("{} ({} bytes){}\n", name, size, size ? ":" : "");
+    if (size) {
+      std::istringstream lines(preview);
+      for (std::string line; std::getline(lines, line);) fmt::print("  | {}\n", line);
+    }
+  };
+  stream("stdout", r.stdout_preview, r.stdout_size);
+  stream("stderr", r.stderr_preview, r.stderr_size);
+  if (r.failure) {
+    fmt::print("failure: {}: {}\n", name_of(r.failure->kind), r.failure->message);
+    if (!r.failure->traceback.empty()) {
+      std::istringstream lines(r.failure->traceback);
+      for (std::string line; std::getline(lines, line);) fmt::print("  {}\n", line);
+    }
+  }
+  if (r.limit_hit) fmt::print("limit hit: {}\n", name_of(*r.limit_hit));
+  if (r.cancelled) fmt::print("cancelled: yes\n");
+  fmt::print("isolation: {}   duration: {:.3f} s   network denied: {}\n",
+             r.isolation ? name_of(*r.isolation) : "none (nothing ran)", r.duration_seconds,
+             r.network_denied ? "yes" : "no");
+  fmt::print("guarantees:\n");
+  boost::hana::for_each(boost::hana::accessors<guarantee_grades>(), [&](auto field) {
+    fmt::print("  {:<14} {}\n", boost::hana::to<char const*>(boost::hana::first(field)),
+               name_of(boost::hana::second(field)(r.guarantees)));
+  });
+  for (const auto& problem : r.problems) fmt::print("problem: {}\n", problem);
+}
+
+int run(const cli::run_command& command) {
+  auto program = read_program(command.program_path);
+  if (!program) return fail_usage(program.error());
+  auto sandbox = local_sandbox({});
+  if (!sandbox) return fail_usage(sandbox.error());
+
+  const auto offer = sandbox.value()->offer();
+  const auto decision = intersect_terms(offer, {.limits = offer.limit_ceiling, .allow_network = false},
+                                        {.isolation = command.isolation, .limits = command.limits}, {});
+  if (const auto* refusal = std::get_if<psych::refusal>(&decision)) {
+    if (command.json)
+      fmt::print("{{\"refused\":{{\"reason\":\"{}\",\"message\":{}}}}}\n", name_of(refusal->reason),
+                 protocol::encode_json(refusal->message));
+    else
+      fmt::print("refused: {}: {}\n", name_of(refusal->reason), refusal->message);
+    return refused;
+  }
+  signal_canceller canceller;
+  const auto result = sandbox.value()->run(
+      {.program = std::move(program).value(), .terms = std::get<execution_terms>(decision),
+       .filename = command.program_path == "-" ? "<stdin>" : command.program_path},
+      canceller.token());
+  if (command.json) fmt::print("{}\n", host::result_to_json(result));
+  else print_text(result);
+  return result.failure ? failed : completed;
+}
+
+int describe(const cli::describe_command& command) {
+  const auto backends = detect_local_backends({});
+  auto sandbox = local_sandbox({});
+  description d;
+  if (sandbox) d = sandbox.value()->describe();
+  else d.problems.push_back(sandbox.error().message());
+  if (command.json) {
+    fmt::print("{}\n", host::description_to_json(d, backends));
+    return d.ready ? completed : failed;
+  }
+  fmt::print("local backends:\n");
+  for (const auto& b : backends)
+    fmt::print("  {:<18} {:<9} {:<13} {}\n", b.name, name_of(b.isolation), b.available ? "available" : "unavailable",
+               b.reason);
+  fmt::print("\nchosen: {}   ready: {}   isolation reached: {}\n", d.backend.empty() ? "none" : d.backend,
+             d.ready ? "yes" : "no", name_of(d.isolation));
+  if (!d.interpreter.empty()) fmt::print("interpreter: {}\nlauncher: {}\n", d.interpreter, d.launcher);
+  const auto& c = d.limit_ceiling;
+  fmt::print("limit ceiling: cpu {} s, memory {} B, file size {} B, processes {}, wall {} s\n", c.cpu_seconds.value,
+             c.address_space_bytes.value, c.file_size_bytes.value, c.process_count.value, c.wall_seconds.value);
+  fmt::print("guarantees:\n");
+  boost::hana::for_each(boost::hana::accessors<guarantee_grades>(), [&](auto field) {
+    fmt::print("  {:<14} {}\n", boost::hana::to<char const*>(boost::hana::first(field)),
+               name_of(boost::hana::second(field)(d.guarantees)));
+  });
+  fmt::print("mechanisms:\n");
+  for (const auto& m : d.mechanisms) fmt::print("  {}\n", m);
+  for (const auto& p : d.problems) fmt::print("problem: {}\n", p);
+  return d.ready ? completed : failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string_view> args(argv + 1, argv + argc);
+  auto command = cli::parse(args);
+  if (!command) return fail_usage(command.error());
+  return std::visit(
+      [](const auto& c) -> int {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, cli::help_command>) {
+          fmt::print("{}", c.text);
+          return completed;
+        } else if constexpr (std::is_same_v<T, cli::run_command>) {
+          return run(c);
+        } else {
+          return describe(c);
+        }
+      },
+      command.value());
+}

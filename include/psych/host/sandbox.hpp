@@ -1,0 +1,93 @@
+#pragma once
+// The Sandbox port: run() and describe(), and the local backends behind it.
+// Nothing here names a tool registry: a sandbox receives a program and its
+// terms, and returns a result.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "psych/core.hpp"
+
+namespace psych {
+
+/// What describe() reports: what this backend is, what it can prove, and
+/// what is wrong with it, if anything. Produced by a fixed probe, never by
+/// model-written code.
+struct description {
+  bool ready = false;
+  isolation_level isolation = isolation_level::process;  ///< what the probe reached
+  guarantee_grades guarantees;                             ///< as the probe observed them
+  std::vector<std::string> mechanisms;                     ///< what the launcher applied
+  std::vector<std::string> problems;                       ///< why not ready, or what grading saw
+  sandbox_limits limit_ceiling;
+  bool network = false;  ///< whether this backend can grant network
+  std::string backend;      ///< e.g. "linux-process"
+  std::string interpreter;  ///< the real interpreter the child runs
+  std::string launcher;
+
+  /// The first term of every intersection.
+  [[nodiscard]] backend_offer offer() const {
+    return {.ready = ready, .isolation = isolation, .limit_ceiling = limit_ceiling, .network = network,
+            .problems = problems};
+  }
+};
+
+struct run_request {
+  std::string program;
+  execution_terms terms;
+  std::string filename = "<program>";
+};
+
+/// The port. A run() never throws for anything the program did: failures,
+/// limit hits and refusals come back inside the result.
+class sandbox {
+ public:
+  virtual ~sandbox() = default;
+  /// What this backend claims it can provide, without probing: the first
+  /// term of an intersection when no describe() result is at hand. Every
+  /// run() still checks the child's own report before sending the program.
+  virtual backend_offer offer() const = 0;
+  /// Runs the fixed probe and reports what it observed.
+  virtual description describe() = 0;
+  /// Runs one program. Requesting stop kills the tree and reports `cancelled`.
+  virtual sandbox_result run(const run_request& request, std::stop_token stop = {}) = 0;
+};
+
+/// One local backend this host could offer.
+struct backend_info {
+  std::string name;
+  isolation_level isolation = isolation_level::process;
+  bool available = false;
+  std::string reason;  ///< why not, with install guidance; or what it uses
+};
+
+struct local_sandbox_options {
+  /// The minimum level the sandbox must reach; nothing weaker is handed back.
+  isolation_level isolation = isolation_level::process;
+  /// The interpreter; default: the first real python3 on PATH (shims skipped).
+  std::optional<std::string> python_bin;
+  /// The backend's ceiling, and what applies when nothing narrower is asked.
+  std::optional<sandbox_limits> default_limits;
+  /// Host variables the child may see, by name. Nothing else is inherited.
+  std::vector<std::string> env_allowlist;
+  /// Accept a child that runs as the worker's own uid (identity: unavailable).
+  bool allow_same_uid = false;
+
+  // Deployment knobs beyond the spec's signature.
+  std::optional<std::string> launcher_path;  ///< default: $PSYCH_LAUNCHER, then the installed one
+  std::int64_t run_as_uid = 1'500'000;       ///< the lesser uid a root worker drops to
+  std::int64_t run_as_gid = 1'500'000;
+  std::string temp_root = "/tmp";  ///< where per-execution directories are made
+};
+
+/// Every local backend, available or not, with the reason.
+std::vector<backend_info> detect_local_backends(const local_sandbox_options& options = {});
+
+/// The strongest local backend reaching options.isolation, or a sandbox_setup
+/// error with install guidance. Never something weaker; never installs anything.
+result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options = {});
+
+}  // namespace psych

@@ -1,0 +1,31 @@
+#pragma once
+// The per-execution directories: a fresh empty workspace (the child's cwd
+// and HOME), a private TMPDIR, and, well away from both, the host canary
+// file the child must not be able to read.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "psych/result.hpp"
+
+namespace psych::host {
+
+struct execution_dirs {
+  std::string base;       ///< 0711: traversable to reach the workspace, not listable
+  std::string workspace;  ///< empty; chowned to the child's uid by the launcher
+  std::string tmp;
+  std::string canary_dir;  ///< 0700, outside base
+  std::string canary;      ///< 0600, random content
+};
+
+result<execution_dirs> make_execution_dirs(const std::string& temp_root);
+
+/// Removes everything, never following symlinks the program may have planted.
+void remove_execution_dirs(const execution_dirs& dirs);
+
+/// Removes what a dedicated child uid left directly in the shared temp
+/// directories (/tmp, /var/tmp, /dev/shm). Only for a uid no other
+/// execution is using at the same time.
+void sweep_shared_temp(std::int64_t uid);
+
+}  // namespace psych::host

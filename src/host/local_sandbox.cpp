@@ -1,0 +1,206 @@
+// The local Linux backend at PROCESS level, and the choice among local backends.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "interpreter.hpp"
+#include "psych/host/sandbox.hpp"
+#include "session.hpp"
+
+#ifndef PSYCH_INSTALLED_LAUNCHER
+#define PSYCH_INSTALLED_LAUNCHER ""
+#endif
+#ifndef PSYCH_BUILD_LAUNCHER
+#define PSYCH_BUILD_LAUNCHER ""
+#endif
+
+namespace psych {
+namespace {
+
+constexpr const char* process_backend = "linux-process";
+constexpr const char* namespace_backend = "linux-namespaces";
+
+result<std::string> find_launcher(const local_sandbox_options& options) {
+  std::vector<std::string> candidates;
+  if (options.launcher_path) candidates.push_back(*options.launcher_path);
+  else {
+    if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
+    for (const char* built_in : {PSYCH_INSTALLED_LAUNCHER, PSYCH_BUILD_LAUNCHER})
+      if (*built_in) candidates.emplace_back(built_in);
+  }
+  for (const auto& path : candidates)
+    if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
+  std::string tried;
+  for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
+  return failure(error_kind::launcher_unavailable,
+                 fmt::format("no executable psych-launch-linux found (tried: {}); build it (cmake --build) and "
+                             "install it, or point PSYCH_LAUNCHER or launcher_path at it",
+                             tried.empty() ? "nothing" : tried));
+}
+
+std::map<std::string, std::string> build_environment(const std::vector<std::string>& allowlist) {
+  // Built from nothing: the allowlist plus what psych sets itself. LC_CTYPE is
+  // set so that the interpreter does not coerce a C locale by adding it.
+  std::map<std::string, std::string> env{{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                                         {"PYTHONDONTWRITEBYTECODE", "1"},
+                                         {"LC_CTYPE", "C.UTF-8"}};
+  for (const auto& name : allowlist)
+    if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
+  return env;
+}
+
+std::vector<std::string> mechanism_names(const mechanism_report& m) {
+  std::vector<std::string> out;
+  const auto add = [&](bool on, std::string name) {
+    if (on) out.push_back(std::move(name));
+  };
+  add(m.session, "session: own session and process group");
+  add(m.subreaper, "subreaper: orphans return to the launcher, the tree is killed and verified");
+  add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
+  add(m.no_new_privs, "no_new_privs");
+  add(m.seccomp == seccomp_state::filter, "seccomp: filter (AF_UNIX-only sockets, dangerous calls denied)");
+  add(m.landlock_abi > 0, fmt::format("landlock: ABI {}", m.landlock_abi));
+  for (const auto& ns : m.namespaces) out.push_back("namespace: " + ns);
+  add(m.cgroup != "none", "cgroup: " + m.cgroup);
+  add(m.rlimits.cpu_seconds >= 0,
+      fmt::format("rlimits: cpu {} s, address space {} B, file size {} B, processes {} (+{} existing), "
+                  "open files {}, core {}",
+                  m.rlimits.cpu_seconds, m.rlimits.address_space_bytes, m.rlimits.file_size_bytes,
+                  m.rlimits.process_count - m.process_count_base, m.process_count_base, m.rlimits.open_files,
+                  m.rlimits.core_bytes));
+  add(m.environment_built, "environment: built from nothing");
+  add(m.fds_closed, "descriptors: all closed but stdio and the channel");
+  return out;
+}
+
+class linux_process_sandbox final : public sandbox {
+ public:
+  linux_process_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python)
+      : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
+        environment_(build_environment(options.env_allowlist)) {}
+
+  backend_offer offer() const override {
+    return {.ready = true, .isolation = isolation_level::process, .limit_ceiling = ceiling(), .network = false};
+  }
+
+  description describe() override {
+    host::session_plan plan = plan_for(probe_terms());
+    plan.probe_only = true;
+    auto outcome = host::run_session(plan, {});
+    description d;
+    d.backend = process_backend;
+    d.interpreter = python_.path;
+    d.launcher = launcher_;
+    d.limit_ceiling = ceiling();
+    d.network = false;
+    d.problems = python_.notes;
+    const auto& r = outcome.result;
+    if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));
+    d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
+    d.guarantees = r.guarantees;
+    if (outcome.mechanisms) d.mechanisms = mechanism_names(*outcome.mechanisms);
+    d.ready = !r.failure && r.isolation.has_value();
+    if (r.isolation) d.isolation = *r.isolation;
+    return d;
+  }
+
+  sandbox_result run(const run_request& request, std::stop_token stop) override {
+    if (auto valid = validate_limits(request.terms.limits); !valid)
+      return refused_before_start(failure_kind::launch_failed, valid.error().message());
+    if (request.terms.network == network_access::unrestricted)
+      return refused_before_start(failure_kind::launch_failed,
+                                  "the linux-process backend does not grant network access");
+    execution_terms terms = request.terms;
+    narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
+    host::session_plan plan = plan_for(terms);
+    plan.program = request.program;
+    plan.filename = request.filename;
+    return host::run_session(plan, std::move(stop)).result;
+  }
+
+ private:
+  sandbox_limits ceiling() const { return options_.default_limits.value_or(sandbox_limits{}); }
+
+  execution_terms probe_terms() const {
+    execution_terms terms;
+    terms.limits = ceiling();
+    terms.limits.wall_seconds = std::min(terms.limits.wall_seconds.value, 10.0);
+    return terms;
+  }
+
+  host::session_plan plan_for(const execution_terms& terms) const {
+    host::session_plan plan;
+    plan.launcher_path = launcher_;
+    plan.interpreter = python_.path;
+    plan.terms = terms;
+    if (::geteuid() == 0) plan.run_as = protocol::identity{options_.run_as_uid, options_.run_as_gid};
+    plan.allow_same_uid = options_.allow_same_uid;
+    plan.environment = environment_;
+    plan.temp_root = options_.temp_root;
+    return plan;
+  }
+
+  static sandbox_result refused_before_start(failure_kind kind, std::string message) {
+    sandbox_result r;
+    r.failure = sandbox_failure{kind, std::move(message)};
+    return r;
+  }
+
+  local_sandbox_options options_;
+  std::string launcher_;
+  host::interpreter_choice python_;
+  std::map<std::string, std::string> environment_;
+};
+
+std::string same_uid_guidance() {
+  return fmt::format(
+      "the worker runs as uid {} (not root), so the child would run as the worker's own uid; run the worker as "
+      "root so the child drops to a dedicated run_as uid, or pass allow_same_uid=true to accept identity: "
+      "unavailable",
+      ::getuid());
+}
+
+}  // namespace
+
+std::vector<backend_info> detect_local_backends(const local_sandbox_options& options) {
+  backend_info process{process_backend, isolation_level::process, false, {}};
+  auto launcher = find_launcher(options);
+  auto python = host::resolve_interpreter(options.python_bin);
+  if (!launcher) process.reason = launcher.error().message();
+  else if (!python) process.reason = python.error().message();
+  else if (::geteuid() != 0 && !options.allow_same_uid) process.reason = same_uid_guidance();
+  else {
+    process.available = true;
+    process.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
+  }
+  backend_info namespaces{namespace_backend, isolation_level::isolated, false,
+                          "this version of psych has no namespace launcher yet; for isolation=isolated use a "
+                          "container or a remote sandbox service"};
+  return {process, namespaces};
+}
+
+result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
+  if (options.default_limits) PSYCH_TRY(validate_limits(*options.default_limits));
+  auto backends = detect_local_backends(options);
+  // The strongest first: a caller asking for process gets isolated when it is there.
+  std::stable_sort(backends.begin(), backends.end(),
+                   [](const auto& a, const auto& b) { return a.isolation > b.isolation; });
+  for (const auto& backend : backends) {
+    if (backend.isolation < options.isolation) continue;
+    if (!backend.available) continue;
+    auto launcher = find_launcher(options);
+    auto python = host::resolve_interpreter(options.python_bin);
+    return std::unique_ptr<sandbox>(
+        std::make_unique<linux_process_sandbox>(options, std::move(launcher).value(), std::move(python).value()));
+  }
+  std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));
+  for (const auto& backend : backends)
+    if (backend.isolation >= options.isolation) why.append(fmt::format("; {}: {}", backend.name, backend.reason));
+  return failure(error_kind::sandbox_setup, why);
+}
+
+}  // namespace psych

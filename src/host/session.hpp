@@ -1,0 +1,40 @@
+#pragma once
+// One execution, start to finish: directories, the canary and loopback
+// listeners, the launcher, the conversation of the contract, output capture,
+// the clock, cancellation, grading and the result. Blocking; Asio inside.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "psych/core.hpp"
+#include "psych/protocol/frames.hpp"
+
+namespace psych::host {
+
+struct session_plan {
+  std::string launcher_path;
+  std::string interpreter;
+  execution_terms terms;
+  std::string program;
+  std::string filename = "<program>";
+  std::optional<protocol::identity> run_as;  ///< nullopt: the child keeps the worker's uid
+  bool allow_same_uid = false;
+  /// Built from nothing by the caller; the session adds HOME and TMPDIR.
+  std::map<std::string, std::string> environment;
+  std::string temp_root = "/tmp";
+  /// describe(): report containment, then abort; never runs a program.
+  bool probe_only = false;
+};
+
+struct session_outcome {
+  sandbox_result result;
+  std::optional<mechanism_report> mechanisms;  ///< what the launcher applied, if it got that far
+  bool program_started = false;                ///< a `run` frame was sent
+};
+
+session_outcome run_session(const session_plan& plan, std::stop_token stop);
+
+}  // namespace psych::host

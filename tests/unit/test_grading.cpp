@@ -1,0 +1,207 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "psych/grading.hpp"
+
+using namespace psych;
+
+namespace {
+
+constexpr std::int64_t run_as = 1'500'000;
+
+grading_expectation expectation() {
+  grading_expectation e;
+  e.run_as_uid = run_as;
+  e.run_as_gid = run_as;
+  e.worker_uid = 0;
+  e.environment_keys = {"HOME", "LC_CTYPE", "PATH", "PYTHONDONTWRITEBYTECODE", "TMPDIR"};
+  return e;
+}
+
+/// What the Linux PROCESS launcher reports when everything it tried worked.
+mechanism_report applied() {
+  mechanism_report m;
+  m.session = m.subreaper = m.no_new_privs = m.uid_drop = m.fds_closed = m.environment_built = true;
+  m.seccomp = seccomp_state::filter;
+  m.rlimits = {.cpu_seconds = 10, .address_space_bytes = 512 << 20, .file_size_bytes = 10 << 20,
+               .process_count = 67, .open_files = 256, .core_bytes = 0};
+  m.process_count_base = 3;
+  return m;
+}
+
+/// What a well-contained child observes.
+child_report observed() {
+  child_report c;
+  c.pid = c.pgid = c.sid = 4242;
+  c.uid = c.euid = c.gid = c.egid = run_as;
+  c.no_new_privs = true;
+  c.seccomp_mode = 2;
+  c.rlimits = {.cpu_seconds = {10, 11}, .address_space_bytes = {512 << 20, 512 << 20},
+               .file_size_bytes = {10 << 20, 10 << 20}, .process_count = {67, 67}, .open_files = {256, 256},
+               .core_bytes = {0, 0}};
+  c.canary = {.readable = false, .error_number = 13};
+  c.network = {.ipv4 = {probe_outcome::denied, 13}, .ipv6 = {probe_outcome::denied, 13}};
+  c.environment_keys = {"HOME", "LC_CTYPE", "PATH", "PYTHONDONTWRITEBYTECODE", "TMPDIR"};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a well-contained PROCESS child") {
+  const auto g = grade_containment(expectation(), applied(), observed());
+  CHECK(g.achieved == isolation_level::process);
+  CHECK(g.problems.empty());
+  CHECK(g.grades.process_tree == enforcement::enforced);
+  CHECK(g.grades.identity == enforcement::enforced);
+  CHECK(g.grades.network == enforcement::enforced);
+  CHECK(g.network_denied);
+  CHECK(g.grades.environment == enforcement::enforced);
+  CHECK(g.grades.file_size == enforcement::enforced);
+  CHECK(g.grades.process_count == enforcement::enforced);
+  CHECK(g.grades.wall_clock == enforcement::enforced);
+  SUBCASE("per-process rlimits are not a tree-wide guarantee") {
+    CHECK(g.grades.cpu == enforcement::unverified);
+    CHECK(g.grades.memory == enforcement::unverified);
+  }
+  SUBCASE("an unreadable canary without a boundary proves nothing about the filesystem") {
+    CHECK(g.grades.filesystem == enforcement::unavailable);
+  }
+  CHECK_FALSE(g.reaches(isolation_level::isolated));
+}
+
+TEST_CASE("filesystem grades from the canary") {
+  SUBCASE("a readable canary is exposure") {
+    auto c = observed();
+    c.canary.readable = true;
+    auto m = applied();
+    m.landlock_abi = 3;
+    const auto g = grade_containment(expectation(), m, c);
+    CHECK(g.grades.filesystem == enforcement::unavailable);
+    CHECK_FALSE(g.problems.empty());
+  }
+  SUBCASE("Landlock and an unreadable canary: unverified") {
+    auto m = applied();
+    m.landlock_abi = 3;
+    CHECK(grade_containment(expectation(), m, observed()).grades.filesystem == enforcement::unverified);
+  }
+  SUBCASE("a mount namespace the child sees as its own root: enforced") {
+    auto m = applied();
+    m.namespaces = {"user", "mount", "pid", "net"};
+    auto c = observed();
+    c.root_is_host = false;
+    CHECK(grade_containment(expectation(), m, c).grades.filesystem == enforcement::enforced);
+  }
+}
+
+TEST_CASE("network grades from the child's own probes") {
+  auto c = observed();
+  SUBCASE("either family reaching the listener is exposure") {
+    c.network.ipv6.outcome = probe_outcome::connected;
+    const auto g = grade_containment(expectation(), applied(), c);
+    CHECK(g.grades.network == enforcement::unavailable);
+    CHECK_FALSE(g.network_denied);
+  }
+  SUBCASE("a refused connection proves a working stack") {
+    c.network.ipv4.outcome = probe_outcome::refused;
+    CHECK(grade_containment(expectation(), applied(), c).grades.network == enforcement::unavailable);
+  }
+  SUBCASE("an inconclusive probe with a mechanism in place: unverified") {
+    c.network.ipv6.outcome = probe_outcome::skipped;
+    const auto g = grade_containment(expectation(), applied(), c);
+    CHECK(g.grades.network == enforcement::unverified);
+    CHECK(g.network_denied);
+  }
+  SUBCASE("an inconclusive probe without any mechanism: unavailable") {
+    c.network.ipv6.outcome = probe_outcome::timeout;
+    auto m = applied();
+    m.seccomp = seccomp_state::none;
+    CHECK(grade_containment(expectation(), m, c).grades.network == enforcement::unavailable);
+  }
+}
+
+TEST_CASE("identity and process_count") {
+  SUBCASE("a child still running as root is not a lesser identity") {
+    auto c = observed();
+    c.uid = c.euid = 0;
+    const auto g = grade_containment(expectation(), applied(), c);
+    CHECK(g.grades.identity == enforcement::unavailable);
+    CHECK(g.grades.process_count == enforcement::unavailable);
+  }
+  SUBCASE("supplementary groups left behind") {
+    auto c = observed();
+    c.groups = {0};
+    CHECK(grade_containment(expectation(), applied(), c).grades.identity == enforcement::unavailable);
+  }
+  SUBCASE("the same uid, explicitly allowed: identity unavailable, process_count unverified, still PROCESS") {
+    auto e = expectation();
+    e.run_as_uid.reset();
+    e.run_as_gid.reset();
+    e.worker_uid = 1000;
+    auto m = applied();
+    m.uid_drop = false;
+    auto c = observed();
+    c.uid = c.euid = c.gid = c.egid = 1000;
+    const auto g = grade_containment(e, m, c);
+    CHECK(g.grades.identity == enforcement::unavailable);
+    CHECK(g.grades.process_count == enforcement::unverified);
+    CHECK(g.achieved == isolation_level::process);
+  }
+}
+
+TEST_CASE("limits read back must match what was set and what was asked") {
+  SUBCASE("the child sees a different limit") {
+    auto c = observed();
+    c.rlimits.address_space_bytes = {-1, -1};
+    const auto g = grade_containment(expectation(), applied(), c);
+    CHECK(g.grades.memory == enforcement::unavailable);
+    CHECK_FALSE(g.achieved.has_value());  // limits are part of the process floor
+  }
+  SUBCASE("the launcher set something other than the terms") {
+    auto m = applied();
+    m.rlimits.file_size_bytes = 1 << 30;
+    auto c = observed();
+    c.rlimits.file_size_bytes = {1 << 30, 1 << 30};
+    CHECK(grade_containment(expectation(), m, c).grades.file_size == enforcement::unavailable);
+  }
+  SUBCASE("process_count includes the uid's existing processes") {
+    auto m = applied();
+    m.process_count_base = 10;  // then 74 should have been set, not 67
+    CHECK(grade_containment(expectation(), m, observed()).grades.process_count == enforcement::unavailable);
+  }
+}
+
+TEST_CASE("environment: names of unexpected variables, never values") {
+  auto c = observed();
+  c.environment_keys.push_back("AWS_SECRET_ACCESS_KEY");
+  const auto g = grade_containment(expectation(), applied(), c);
+  CHECK(g.grades.environment == enforcement::unavailable);
+  CHECK_FALSE(g.achieved.has_value());
+  CHECK(std::any_of(g.problems.begin(), g.problems.end(),
+                    [](const std::string& p) { return p.find("AWS_SECRET_ACCESS_KEY") != std::string::npos; }));
+}
+
+TEST_CASE("process tree") {
+  SUBCASE("a child that is not its own session leader") {
+    auto c = observed();
+    c.sid = 1;
+    CHECK(grade_containment(expectation(), applied(), c).grades.process_tree == enforcement::unavailable);
+  }
+  SUBCASE("a survivor after the execution lowers the grade") {
+    auto g = grade_containment(expectation(), applied(), observed());
+    grade_exit(g, 0);
+    CHECK(g.grades.process_tree == enforcement::enforced);
+    grade_exit(g, 2);
+    CHECK(g.grades.process_tree == enforcement::unavailable);
+  }
+}
+
+TEST_CASE("ISOLATED needs every boundary observed") {
+  auto m = applied();
+  m.namespaces = {"user", "mount", "pid", "net", "ipc", "uts", "cgroup"};
+  auto c = observed();
+  c.root_is_host = false;
+  CHECK(grade_containment(expectation(), m, c).achieved == isolation_level::isolated);
+  c.canary.readable = true;
+  CHECK(grade_containment(expectation(), m, c).achieved == isolation_level::process);
+}
