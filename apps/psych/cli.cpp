@@ -29,13 +29,14 @@ const char* const run_usage =
     "  --memory-bytes N          memory (address space) limit; K, M, G suffixes allowed\n"
     "  --file-size-bytes N       largest file the program may write; K, M, G allowed\n"
     "  --process-count N         processes and threads, the interpreter included\n"
+    "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
     "  --help                    this text\n"
     "\n"
     "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
     "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.\n";
 
 const char* const describe_usage =
-    "usage: psych describe [--json]\n"
+    "usage: psych describe [--json] [--allow-same-uid]\n"
     "\n"
     "Lists the local backends (available or not, and why), then runs the fixed containment probe\n"
     "of the chosen one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
@@ -78,8 +79,8 @@ result<command> parse_run(std::span<const std::string_view> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto arg = args[i];
     if (arg == "--help" || arg == "-h") return command{help_command{run_usage}};
-    if (arg == "--json") {
-      run.json = true;
+    if (arg == "--json" || arg == "--allow-same-uid") {
+      (arg == "--json" ? run.json : run.allow_same_uid) = true;
       continue;
     }
     if (arg.starts_with("--")) {
@@ -125,6 +126,7 @@ result<command> parse_describe(std::span<const std::string_view> args) {
   for (const auto arg : args) {
     if (arg == "--help" || arg == "-h") return command{help_command{describe_usage}};
     if (arg == "--json") describe.json = true;
+    else if (arg == "--allow-same-uid") describe.allow_same_uid = true;
     else return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych describe --help)", arg));
   }
   return command{describe};

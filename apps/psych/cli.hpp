@@ -15,10 +15,12 @@ struct run_command {
   isolation_level isolation = isolation_level::process;
   code_execution_limits limits;
   std::string program_path;  ///< "-" for standard input
+  bool allow_same_uid = false;
 };
 
 struct describe_command {
   bool json = false;
+  bool allow_same_uid = false;
 };
 
 struct help_command {

@@ -100,7 +100,7 @@ void print_text(const sandbox_result& r) {
 int run(const cli::run_command& command) {
   auto program = read_program(command.program_path);
   if (!program) return fail_usage(program.error());
-  auto sandbox = local_sandbox({});
+  auto sandbox = local_sandbox({.allow_same_uid = command.allow_same_uid});
   if (!sandbox) return fail_usage(sandbox.error());
 
   const auto offer = sandbox.value()->offer();
@@ -125,8 +125,9 @@ int run(const cli::run_command& command) {
 }
 
 int describe(const cli::describe_command& command) {
-  const auto backends = detect_local_backends({});
-  auto sandbox = local_sandbox({});
+  const local_sandbox_options options{.allow_same_uid = command.allow_same_uid};
+  const auto backends = detect_local_backends(options);
+  auto sandbox = local_sandbox(options);
   description d;
   if (sandbox) d = sandbox.value()->describe();
   else d.problems.push_back(sandbox.error().message());

@@ -28,7 +28,7 @@ file_kind classify(const fs::path& path) {
   return file_kind::script;
 }
 
-std::string canonical(const fs::path& path) {
+std::string resolved_path(const fs::path& path) {
   std::error_code ec;
   auto resolved = fs::canonical(path, ec);
   return ec ? path.string() : resolved.string();
@@ -38,7 +38,7 @@ std::string canonical(const fs::path& path) {
 
 result<interpreter_choice> resolve_interpreter(const std::optional<std::string>& requested) {
   if (requested) {
-    const auto path = canonical(*requested);
+    const auto path = resolved_path(*requested);
     switch (classify(path)) {
       case file_kind::binary: return interpreter_choice{path, {}};
       case file_kind::missing:
@@ -63,7 +63,7 @@ result<interpreter_choice> resolve_interpreter(const std::optional<std::string>&
     if (dir.empty()) continue;
     const auto candidate = fs::path(dir) / "python3";
     switch (classify(candidate)) {
-      case file_kind::binary: choice.path = canonical(candidate); return choice;
+      case file_kind::binary: choice.path = resolved_path(candidate); return choice;
       case file_kind::script:
         choice.notes.push_back(fmt::format("skipped {}: a script (shim), not an interpreter", candidate.string()));
         break;
@@ -72,7 +72,7 @@ result<interpreter_choice> resolve_interpreter(const std::optional<std::string>&
   }
   for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"}) {
     if (classify(fallback) == file_kind::binary) {
-      choice.path = canonical(fallback);
+      choice.path = resolved_path(fallback);
       return choice;
     }
   }

@@ -25,13 +25,14 @@ constexpr const char* process_backend = "linux-process";
 constexpr const char* namespace_backend = "linux-namespaces";
 
 result<std::string> find_launcher(const local_sandbox_options& options) {
+  // An explicit choice is the only candidate: falling back to another
+  // launcher would run something the deployment did not name.
   std::vector<std::string> candidates;
   if (options.launcher_path) candidates.push_back(*options.launcher_path);
-  else {
-    if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
+  else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
+  else
     for (const char* built_in : {PSYCH_INSTALLED_LAUNCHER, PSYCH_BUILD_LAUNCHER})
       if (*built_in) candidates.emplace_back(built_in);
-  }
   for (const auto& path : candidates)
     if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
   std::string tried;
@@ -184,7 +185,9 @@ std::vector<backend_info> detect_local_backends(const local_sandbox_options& opt
 }
 
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
-  if (options.default_limits) PSYCH_TRY(validate_limits(*options.default_limits));
+  if (options.default_limits) {
+    PSYCH_TRY(validate_limits(*options.default_limits));
+  }
   auto backends = detect_local_backends(options);
   // The strongest first: a caller asking for process gets isolated when it is there.
   std::stable_sort(backends.begin(), backends.end(),

@@ -257,7 +257,8 @@ class session {
     if (loopback_connections_ > 0) note_loopback_exposure();
 
     if (plan_.probe_only) {
-      co_await send(channel_, protocol::abort_frame{"probe only: describe() never runs a program"});
+      const protocol::abort_frame abort{"probe only: describe() never runs a program"};
+      co_await send(channel_, abort);
       co_return false;
     }
     if (!grade_->reaches(plan_.terms.isolation)) {
@@ -266,12 +267,14 @@ class session {
                                     grade_->achieved ? name_of(*grade_->achieved) : "less than process");
       for (const auto& problem : grade_->problems) why.append("; ").append(problem);
       isolation_failure_ = why;
-      co_await send(channel_, protocol::abort_frame{"isolation_unavailable: " + why});
+      const protocol::abort_frame abort{"isolation_unavailable: " + why};
+      co_await send(channel_, abort);
       co_return false;
     }
     run_sent_at_ = clock::now();
     outcome_.program_started = true;
-    co_await send(channel_, protocol::run_frame{.program = plan_.program, .filename = plan_.filename});
+    const protocol::run_frame run{.program = plan_.program, .filename = plan_.filename};
+    co_await send(channel_, run);
     co_return true;
   }
 
@@ -288,6 +291,8 @@ class session {
     else launcher_problem_ = "the launcher ended without an exit report";
   }
 
+  // Frames are passed as named objects: GCC 12 destroys temporaries bound
+  // inside a co_await expression twice.
   template <class Frame>
   awaitable<void> send(local_socket& socket, const Frame& frame) {
     const auto text = protocol::encode_frame(frame);

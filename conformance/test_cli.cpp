@@ -1,0 +1,169 @@
+// The psych command line, end to end: exit statuses, --json, bad input,
+// and the unprivileged path under a throwaway user.
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "backends.hpp"
+
+namespace {
+
+struct command_result {
+  int status = -1;
+  std::string output;
+};
+
+command_result shell(const std::string& command) {
+  command_result r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (const auto n = std::fread(buffer.data(), 1, buffer.size(), pipe)) r.output.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// A program file any local account can read.
+class program_file {
+ public:
+  explicit program_file(const std::string& text) {
+    path_ = conformance::temp_root() + "/../psych-conformance-program-" + std::to_string(::getpid()) + "-" +
+            std::to_string(counter_++) + ".py";
+    std::ofstream(path_) << text;
+    ::chmod(path_.c_str(), 0644);
+  }
+  ~program_file() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+const std::string psych_cli = PSYCH_CLI_PATH;
+const std::string run_as_suite = " ";  // the CLI uses its own defaults
+
+}  // namespace
+
+TEST_CASE("psych run: exit statuses and readable output") {
+  SUBCASE("0: the program completed") {
+    program_file p("print('hi')\nreturn {'answer': 42}\n");
+    const auto r = shell(psych_cli + " run " + p.path());
+    CHECK(r.status == 0);
+    CHECK(r.output.find("value: {\"answer\":42}") != std::string::npos);
+    CHECK(r.output.find("| hi") != std::string::npos);
+    CHECK(r.output.find("network") != std::string::npos);
+  }
+  SUBCASE("1: the program failed, the traceback is printed") {
+    program_file p("1/0\n");
+    const auto r = shell(psych_cli + " run " + p.path());
+    CHECK(r.status == 1);
+    CHECK(r.output.find("ZeroDivisionError") != std::string::npos);
+    CHECK(r.output.find("line 1") != std::string::npos);
+  }
+  SUBCASE("1: a limit hit is named") {
+    program_file p("import time\ntime.sleep(30)\n");
+    const auto r = shell(psych_cli + " run --wall-seconds 0.5 " + p.path());
+    CHECK(r.status == 1);
+    CHECK(r.output.find("limit hit: wall_seconds") != std::string::npos);
+  }
+  SUBCASE("2: usage and configuration errors") {
+    CHECK(shell(psych_cli + " run /nonexistent/program.py").status == 2);
+    CHECK(shell(psych_cli + " run --wall-seconds -1 x.py").output.find("invalid_limit") != std::string::npos);
+    CHECK(shell(psych_cli + " frobnicate").status == 2);
+  }
+  SUBCASE("3: refused, because no local backend here reaches isolated") {
+    program_file p("return 1\n");
+    const auto r = shell(psych_cli + " run --isolation isolated " + p.path());
+    CHECK(r.status == 3);
+    CHECK(r.output.find("isolation_unreachable") != std::string::npos);
+  }
+  SUBCASE("the program can come from standard input") {
+    const auto r = shell("echo 'return 6 * 7' | " + psych_cli + " run -");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("value: 42") != std::string::npos);
+  }
+}
+
+TEST_CASE("psych run --json uses the spec's result names") {
+  program_file p("print('out')\nreturn [1, 'two']\n");
+  const auto r = shell(psych_cli + " run --json " + p.path());
+  CHECK(r.status == 0);
+  for (const char* key : {"\"value\":[1,\"two\"]", "\"failure\":null", "\"stdout\":\"out\\n\"", "\"stderr\":\"\"",
+                          "\"stdout_size\":4", "\"stderr_size\":0", "\"limit_hit\":null", "\"cancelled\":false",
+                          "\"duration_seconds\":", "\"isolation\":\"process\"", "\"guarantees\":{\"filesystem\":",
+                          "\"network_denied\":true", "\"artifacts\":[]", "\"artifacts_omitted\":0"})
+    CHECK_MESSAGE(r.output.find(key) != std::string::npos, key);
+}
+
+TEST_CASE("psych describe: a table an operator can read, and problems instead of crashes") {
+  SUBCASE("ready") {
+    const auto r = shell(psych_cli + " describe");
+    CHECK(r.status == (::geteuid() == 0 ? 0 : 1));
+    CHECK(r.output.find("linux-process") != std::string::npos);
+    CHECK(r.output.find("linux-namespaces") != std::string::npos);
+    CHECK(r.output.find("interpreter:") != std::string::npos);
+  }
+  SUBCASE("a launcher that is not found") {
+    const auto r = shell("PSYCH_LAUNCHER=/nonexistent/psych-launch-linux " + psych_cli + " describe");
+    CHECK(r.status == 1);
+    CHECK(r.output.find("problem:") != std::string::npos);
+    CHECK(r.output.find("/nonexistent/psych-launch-linux") != std::string::npos);
+  }
+  SUBCASE("a launcher that is not executable") {
+    program_file not_executable("not a launcher");
+    const auto r = shell("PSYCH_LAUNCHER=" + not_executable.path() + " " + psych_cli + " describe --json");
+    CHECK(r.status == 1);
+    CHECK(r.output.find("\"ready\":false") != std::string::npos);
+    CHECK(r.output.find("launcher_unavailable") != std::string::npos);
+  }
+}
+
+TEST_CASE("the unprivileged path, as a throwaway user") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: creating a throwaway user needs root; this run already is unprivileged");
+    return;
+  }
+  if (shell("command -v useradd && command -v runuser").status != 0) {
+    MESSAGE("skipped: useradd/runuser are not installed");
+    return;
+  }
+  const std::string user = "psychconf" + std::to_string(::getpid() % 100000);
+  REQUIRE(shell("useradd --system --no-create-home --shell /usr/sbin/nologin " + user).status == 0);
+  const passwd* entry = ::getpwnam(user.c_str());
+  REQUIRE(entry != nullptr);
+  const auto uid = static_cast<std::int64_t>(entry->pw_uid);
+  program_file p("import os\nreturn os.getuid()\n");
+  const std::string as_user = "runuser -u " + user + " -- ";
+
+  SUBCASE("without allow_same_uid the worker's own uid is refused loudly") {
+    const auto r = shell(as_user + psych_cli + " run " + p.path());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("allow_same_uid") != std::string::npos);
+  }
+  SUBCASE("with allow_same_uid it runs, and says identity is unavailable") {
+    const auto r = shell(as_user + psych_cli + " run --json --allow-same-uid " + p.path());
+    CHECK(r.status == 0);
+    CHECK(r.output.find("\"value\":" + std::to_string(uid)) != std::string::npos);
+    CHECK(r.output.find("\"identity\":\"unavailable\"") != std::string::npos);
+    CHECK(r.output.find("\"process_count\":\"unverified\"") != std::string::npos);
+    // The worker's own canary is readable by a same-uid child: exposure, said plainly.
+    CHECK(r.output.find("\"filesystem\":\"unavailable\"") != std::string::npos);
+    CHECK(r.output.find("read the host canary") != std::string::npos);
+    CHECK(r.output.find("\"network\":\"enforced\"") != std::string::npos);
+  }
+  CHECK(conformance::processes_of(uid).empty());
+  // Nothing of the user's may remain in the shared temp directories.
+  CHECK(shell("find /tmp /var/tmp /dev/shm -maxdepth 1 -uid " + std::to_string(uid) + " | grep -q .").status != 0);
+  CHECK(shell("userdel " + user).status == 0);
+}
