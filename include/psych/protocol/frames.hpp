@@ -1,7 +1,10 @@
 #pragma once
 // The frames of the launcher contract (docs/contract.md), as plain structs.
-// Each frame names its `type`; the codec (codec.hpp) walks the fields
-// generically, so the JSON of a frame is exactly its members.
+// Each frame names its `type`; the codec (json.hpp) walks the fields
+// generically, so the JSON of a frame is exactly its members. Members are
+// optional on decode (a newer peer may add some) unless listed in
+// required_members, without which the frame means nothing.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -33,6 +36,7 @@ struct identity {
 
 struct launch_frame {
   static constexpr std::string_view type = "launch";
+  static constexpr std::array<std::string_view, 2> required_members{"version", "token"};
   std::int64_t version = contract_version;
   std::string token;
   isolation_level isolation = isolation_level::process;
@@ -58,6 +62,7 @@ struct cancel_frame {
 
 struct started_frame {
   static constexpr std::string_view type = "started";
+  static constexpr std::array<std::string_view, 2> required_members{"pid", "mechanisms"};
   std::int64_t pid = 0;
   mechanism_report mechanisms;
 };
@@ -73,6 +78,7 @@ struct launch_error_frame {
 
 struct exit_frame {
   static constexpr std::string_view type = "exit";
+  static constexpr std::array<std::string_view, 1> required_members{"exit_code"};
   std::int64_t exit_code = -1;
   std::string signal;  ///< "SIGKILL", or empty when the child exited
   double user_seconds = 0;
@@ -89,6 +95,7 @@ struct exit_frame {
 
 struct hello_frame {
   static constexpr std::string_view type = "hello";
+  static constexpr std::array<std::string_view, 2> required_members{"token", "report"};
   std::string token;
   child_report report;
 };
@@ -106,6 +113,7 @@ struct program_error {
 
 struct done_frame {
   static constexpr std::string_view type = "done";
+  static constexpr std::array<std::string_view, 1> required_members{"ok"};
   bool ok = false;
   std::optional<json_text> value;
   std::optional<program_error> error;

@@ -1,0 +1,968 @@
+#pragma once
+// The JSON codec of the launcher contract (docs/contract.md, "Framing"), on
+// RapidJSON. One generic field walk (Hana accessors) encodes and decodes
+// every frame, so the JSON of a frame is exactly its members.
+//
+// Decoding is two steps:
+//  1. detail::parse() runs RapidJSON's *iterative* SAX reader (no recursion:
+//     a 10^6-deep "[[[[" cannot overflow the stack) in place over a copy of
+//     the text, behind a checking handler that enforces the contract's rules
+//     (depth, duplicate keys, finite numbers, UTF-8, nothing after the value)
+//     and records a flat tree of nodes, each with its raw byte span.
+//  2. A typed walk over that tree fills the C++ value. It recurses along the
+//     C++ type, never along the input, so its depth is fixed at compile time.
+//
+// Decode rules, per C++ type:
+//  - struct (BOOST_HANA_ADAPT_STRUCT): a JSON object keyed by member names.
+//    Unknown members are ignored (a newer peer may add fields). An absent
+//    member keeps its C++ default, unless the struct lists it in
+//      static constexpr std::array<std::string_view, N> required_members{...};
+//    in which case its absence is frame_missing_member.
+//  - bool: true/false. Integers: an integer literal that fits the type, else
+//    frame_number_out_of_range (also for integer literals beyond 64 bits); a
+//    fraction or exponent is frame_wrong_kind. double/float: any number,
+//    integers included.
+//  - std::string: a JSON string (always valid UTF-8 after decoding).
+//  - named enum (names.hpp): its spelling, else frame_bad_enum.
+//  - std::optional<T>, request<D,T>: absent or null -> nullopt. cap<D,T>: T.
+//  - std::vector<T>: an array. std::array<T,N>: an array of exactly N.
+//    std::map<std::string,T>: an object.
+//  - json_text: any JSON value, kept as its exact bytes (big integers and
+//    number spellings survive). It works at any depth, not only at the top of
+//    a frame, because every node keeps its raw span. Note that an
+//    std::optional<json_text> decodes JSON null as nullopt, not as "null".
+//
+// Encoding is compact, "type" first for frames, doubles in RapidJSON's
+// shortest round-trip form. Encoding a non-finite double, an enum value with
+// no spelling, or a json_text that is not one valid JSON value is a bug in the
+// caller and traps. Strings may come from untrusted output, so invalid UTF-8
+// in them is not a bug: each maximal ill-formed subsequence is replaced by
+// U+FFFD (Unicode's recommended practice), and the frame stays valid.
+//
+// Numbers: RapidJSON must represent every number as an int64, a uint64 or a
+// finite double while parsing, so a literal beyond ~1.8e308 (1e999, or an
+// integer of more than 308 digits) is json_non_finite even inside a json_text.
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+#include <boost/hana/unpack.hpp>
+#include <rapidjson/error/en.h>
+#include <rapidjson/reader.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "psych/json_text.hpp"
+#include "psych/limits.hpp"
+#include "psych/names.hpp"
+#include "psych/result.hpp"
+
+namespace psych::protocol {
+
+struct json_bounds {
+  /// Bytes of the text, checked before any parsing (frame_too_large).
+  std::size_t max_bytes = 16u << 20;
+  /// Nested arrays/objects; the outermost container is depth 1 (json_too_deep).
+  std::size_t max_depth = 64;
+};
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+template <class T>
+void write_json(json_writer& w, const T& value);
+
+namespace detail {
+
+namespace hana = boost::hana;
+
+/// A contract violation by the caller of the codec: never an expected error.
+[[noreturn]] inline void codec_bug(const char* what) noexcept {
+  std::fputs("psych::protocol codec: ", stderr);
+  std::fputs(what, stderr);
+  std::fputc('\n', stderr);
+  std::abort();
+}
+
+// ---- the types the codec knows ------------------------------------------------
+
+template <class>
+inline constexpr bool always_false = false;
+
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_std_array : std::false_type {};
+template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T> struct is_string_map : std::false_type {};
+template <class T, class C, class A>
+struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
+template <class T> struct is_cap : std::false_type {};
+template <limit_name D, class T> struct is_cap<cap<D, T>> : std::true_type {};
+template <class T> struct is_request : std::false_type {};
+template <limit_name D, class T> struct is_request<request<D, T>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_struct = hana::Struct<T>::value;
+
+/// A value to decode into. cap<> has no default (a cap is always a value).
+template <class T>
+T blank() {
+  if constexpr (is_cap<T>::value) return T{typename T::value_type{}};
+  else return T{};
+}
+
+/// The spelling of a Hana member name (a hana::string) as a string_view.
+template <class Name>
+constexpr std::string_view member_name(Name) noexcept {
+  return {hana::to<char const*>(Name{}), decltype(hana::length(Name{}))::value};
+}
+
+template <class T>
+constexpr bool has_member_named(std::string_view name) {
+  return hana::unpack(hana::accessors<T>(), [&](auto... field) {
+    return ((member_name(hana::first(field)) == name) || ... || false);
+  });
+}
+
+/// Every name in T::required_members must be a member of T.
+template <class T>
+constexpr bool required_members_exist() {
+  if constexpr (requires { T::required_members; }) {
+    for (std::string_view name : T::required_members)
+      if (!has_member_named<T>(name)) return false;
+  }
+  return true;
+}
+
+/// A frame: a Hana struct with a `type` spelling and no member that would clash with it.
+template <class F>
+constexpr bool is_frame() {
+  if constexpr (!is_struct<F> || !requires { std::string_view{F::type}; }) return false;
+  else return !has_member_named<F>("type") && required_members_exist<F>();
+}
+
+template <class... Frames>
+constexpr bool distinct_frame_types() {
+  const std::array<std::string_view, sizeof...(Frames)> types{std::string_view{Frames::type}...};
+  for (std::size_t i = 0; i < types.size(); ++i)
+    for (std::size_t j = i + 1; j < types.size(); ++j)
+      if (types[i] == types[j]) return false;
+  return true;
+}
+
+// ---- UTF-8 ------------------------------------------------------------------
+
+/// At s[i]: the length (1..4) of a well-formed UTF-8 sequence, or minus the
+/// length of its maximal ill-formed subpart (Unicode §3.9, "U+FFFD substitution
+/// of maximal subparts"): a lead byte plus the continuation bytes that were
+/// still possible. Rejects overlongs, surrogates and code points > U+10FFFF.
+inline int utf8_sequence(std::string_view s, std::size_t i) noexcept {
+  const auto at = [&](std::size_t k) -> unsigned {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100u;  // 0x100 fits no range
+  };
+  const unsigned lead = at(0);
+  if (lead < 0x80) return 1;
+  unsigned lo = 0x80, hi = 0xBF;
+  int tail = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    tail = 1;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    tail = 2;
+    if (lead == 0xE0) lo = 0xA0;  // overlong
+    if (lead == 0xED) hi = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    tail = 3;
+    if (lead == 0xF0) lo = 0x90;  // overlong
+    if (lead == 0xF4) hi = 0x8F;  // beyond U+10FFFF
+  } else {
+    return -1;
+  }
+  for (int k = 1; k <= tail; ++k) {
+    const unsigned b = at(static_cast<std::size_t>(k));
+    if (b < lo || b > hi) return -k;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return tail + 1;
+}
+
+/// The offset of the first ill-formed byte, or npos when `s` is valid UTF-8.
+inline std::size_t utf8_first_invalid(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    // ASCII fast path, eight bytes at a time.
+    while (i + 8 <= s.size()) {
+      std::uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      if (word & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i == s.size()) break;
+    const int n = utf8_sequence(s, i);
+    if (n < 0) return i;
+    i += static_cast<std::size_t>(n);
+  }
+  return std::string_view::npos;
+}
+
+/// `s` with every maximal ill-formed subsequence from `first_invalid` on replaced by U+FFFD.
+inline std::string utf8_repaired(std::string_view s, std::size_t first_invalid) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  out.append(s.substr(0, first_invalid));
+  for (std::size_t i = first_invalid; i < s.size();) {
+    const int n = utf8_sequence(s, i);
+    if (n > 0) out.append(s.substr(i, static_cast<std::size_t>(n)));
+    else out.append("\xEF\xBF\xBD");
+    i += static_cast<std::size_t>(n > 0 ? n : -n);
+  }
+  return out;
+}
+
+/// A prefix of `s` of at most `limit` bytes, cut on a character boundary, for error details.
+inline std::string excerpt(std::string_view s, std::size_t limit = 64) {
+  if (s.size() <= limit) return std::string{s};
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string{s.substr(0, cut)} + "...";
+}
+
+// ---- encoding ---------------------------------------------------------------
+
+inline rapidjson::SizeType json_size(std::size_t n) {
+  if (n > std::numeric_limits<rapidjson::SizeType>::max()) codec_bug("a string longer than 4 GiB");
+  return static_cast<rapidjson::SizeType>(n);
+}
+
+inline void write_string(json_writer& w, std::string_view s, bool as_key = false) {
+  const std::size_t bad = utf8_first_invalid(s);
+  std::string repaired;
+  if (bad != std::string_view::npos) {
+    repaired = utf8_repaired(s, bad);
+    s = repaired;
+  }
+  if (as_key) w.Key(s.data(), json_size(s.size()));
+  else w.String(s.data(), json_size(s.size()));
+}
+
+template <class T>
+void write_members(json_writer& w, const T& value) {
+  hana::for_each(hana::accessors<T>(), [&](auto field) {
+    constexpr std::string_view name = member_name(std::remove_cvref_t<decltype(hana::first(field))>{});
+    w.Key(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    write_json(w, hana::second(field)(value));
+  });
+}
+
+inline void write_json_text(json_writer& w, const json_text& value);  // below, after the parser
+
+// ---- the parsed tree ----------------------------------------------------------
+
+enum class node_kind : std::uint8_t { null, boolean, integer, number, string, array, object, key };
+
+inline const char* describe(node_kind kind) noexcept {
+  switch (kind) {
+    case node_kind::null: return "null";
+    case node_kind::boolean: return "a boolean";
+    case node_kind::integer: return "an integer";
+    case node_kind::number: return "a number";
+    case node_kind::string: return "a string";
+    case node_kind::array: return "an array";
+    case node_kind::object: return "an object";
+    case node_kind::key: return "a key";
+  }
+  return "?";
+}
+
+inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
+
+/// One JSON value (or object key), 24 bytes. Children follow their parent in
+/// document order; an object's children alternate key, value.
+struct node {
+  /// boolean: 0/1. integer: the int64 bits (uint64 when `unsigned_payload`).
+  /// number: the double's bits. string/key: decoded length (the decoded bytes
+  /// sit at begin + 1 in the in-situ buffer). array/object: count of elements/members.
+  std::uint64_t payload = 0;
+  std::uint32_t begin = 0;        ///< raw span [begin, end) in the text
+  std::uint32_t end = 0;
+  std::uint32_t next = no_node;   ///< next element of the array, or next key of the object
+  node_kind kind = node_kind::null;
+  std::uint8_t flags = 0;
+
+  static constexpr std::uint8_t unsigned_payload = 1;  ///< integer above INT64_MAX
+  static constexpr std::uint8_t integer_literal = 2;   ///< number spelled as an integer: beyond 64 bits
+};
+static_assert(sizeof(node) == 24, "a 16 MiB frame of tiny values must stay a bounded tree");
+
+struct json_tree {
+  std::string_view text;    ///< the original bytes: raw spans point here
+  std::string buffer;       ///< the in-situ copy: decoded strings live here
+  std::vector<node> nodes;  ///< nodes[0] is the root
+
+  [[nodiscard]] std::string_view decoded(std::uint32_t i) const noexcept {
+    return {buffer.data() + nodes[i].begin + 1, static_cast<std::size_t>(nodes[i].payload)};
+  }
+  [[nodiscard]] std::string_view raw(std::uint32_t i) const noexcept {
+    return text.substr(nodes[i].begin, nodes[i].end - nodes[i].begin);
+  }
+  [[nodiscard]] std::uint32_t first_child(std::uint32_t i) const noexcept {
+    return nodes[i].payload == 0 ? no_node : i + 1;
+  }
+  /// The value node of member `name` of object `i`, or no_node.
+  [[nodiscard]] std::uint32_t member(std::uint32_t i, std::string_view name) const noexcept {
+    for (std::uint32_t k = first_child(i); k != no_node; k = nodes[k].next)
+      if (decoded(k) == name) return k + 1;
+    return no_node;
+  }
+};
+
+/// RapidJSON's in-situ string stream, minus its copy optimisation: the parser
+/// then advances *this* object, so the handler can read the live position
+/// (Tell) to record raw spans.
+struct insitu_stream {
+  using Ch = char;
+  char* src;
+  char* dst;
+  char* head;
+
+  [[nodiscard]] Ch Peek() const noexcept { return *src; }
+  Ch Take() noexcept { return *src++; }
+  [[nodiscard]] std::size_t Tell() const noexcept { return static_cast<std::size_t>(src - head); }
+  Ch* PutBegin() noexcept { return dst = src; }
+  void Put(Ch c) noexcept { *dst++ = c; }
+  std::size_t PutEnd(Ch* begin) noexcept { return static_cast<std::size_t>(dst - begin); }
+  void Flush() noexcept {}
+  Ch* Push(std::size_t count) noexcept {
+    Ch* begin = dst;
+    dst += count;
+    return begin;
+  }
+  void Pop(std::size_t count) noexcept { dst -= count; }
+};
+
+/// The checking SAX handler: enforces depth, duplicate keys, finite numbers
+/// and escape-produced UTF-8 as the events arrive, and builds the tree.
+/// Returning false stops RapidJSON at once; `failure` says why.
+class tree_builder {
+ public:
+  tree_builder(json_tree& tree, const insitu_stream& stream, std::size_t max_depth)
+      : tree_(tree), stream_(stream), max_depth_(max_depth) {}
+
+  std::optional<error> failure;
+
+  bool Null() { return scalar(node_kind::null, 0, 4); }
+  bool Bool(bool b) { return scalar(node_kind::boolean, b ? 1 : 0, b ? 4 : 5); }
+  bool Int(int v) { return integer(static_cast<std::int64_t>(v)); }
+  bool Uint(unsigned v) { return integer(static_cast<std::int64_t>(v)); }
+  bool Int64(std::int64_t v) { return integer(v); }
+  bool Uint64(std::uint64_t v) {
+    if (v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return integer(static_cast<std::int64_t>(v));
+    return number(node_kind::integer, v, node::unsigned_payload);
+  }
+  bool Double(double d) {
+    if (!std::isfinite(d))
+      return fail(error_kind::json_non_finite,
+                  "NaN or an infinity at byte " + std::to_string(number_begin()));
+    // RapidJSON hands an integer literal beyond 64 bits over as a double;
+    // remember its spelling so an integer member can say "out of range".
+    const std::uint32_t begin = number_begin();
+    const std::string_view spelling = tree_.text.substr(begin, stream_.Tell() - begin);
+    const bool integral = spelling.find_first_of(".eE") == std::string_view::npos;
+    return number(node_kind::number, std::bit_cast<std::uint64_t>(d),
+                  integral ? node::integer_literal : std::uint8_t{0});
+  }
+  bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }  // not enabled
+  bool String(const char* s, rapidjson::SizeType length, bool) {
+    return string(node_kind::string, s, length);
+  }
+  bool Key(const char* s, rapidjson::SizeType length, bool) {
+    if (!string(node_kind::key, s, length)) return false;
+    return unique_key(static_cast<std::uint32_t>(tree_.nodes.size() - 1));
+  }
+  bool StartObject() { return open(node_kind::object); }
+  bool StartArray() { return open(node_kind::array); }
+  bool EndObject(rapidjson::SizeType) { return close(); }
+  bool EndArray(rapidjson::SizeType) { return close(); }
+
+ private:
+  // Objects up to this many keys are checked for duplicates by a linear scan
+  // (fast for frames); beyond it a hash set keeps huge objects linear overall.
+  static constexpr std::uint64_t linear_key_limit = 32;
+
+  struct open_container {
+    std::uint32_t index;
+    std::uint32_t last = no_node;  ///< last element, or last key
+    std::unique_ptr<std::unordered_set<std::string_view>> keys;
+  };
+
+  bool fail(error_kind kind, std::string detail) {
+    failure = error{kind, std::move(detail)};
+    return false;
+  }
+
+  std::uint32_t append(node n) {
+    const auto index = static_cast<std::uint32_t>(tree_.nodes.size());
+    if (!open_.empty()) {
+      open_container& parent = open_.back();
+      node_kind parent_kind = tree_.nodes[parent.index].kind;
+      // Array elements and object keys are chained; an object's value is
+      // always its key's index + 1, so it needs no link.
+      if (parent_kind == node_kind::array || n.kind == node_kind::key) {
+        if (parent.last != no_node) tree_.nodes[parent.last].next = index;
+        parent.last = index;
+        ++tree_.nodes[parent.index].payload;
+      }
+    }
+    tree_.nodes.push_back(n);
+    return index;
+  }
+
+  bool scalar(node_kind kind, std::uint64_t payload, std::uint32_t length) {
+    const auto end = static_cast<std::uint32_t>(stream_.Tell());
+    append(node{payload, end - length, end, no_node, kind, 0});
+    return true;
+  }
+
+  /// Numbers carry no length in their event: walk back over the characters a
+  /// number (or NaN/Infinity) can hold. What precedes a number never is one.
+  [[nodiscard]] std::uint32_t number_begin() const noexcept {
+    std::size_t begin = stream_.Tell();
+    while (begin > 0 && std::string_view{"0123456789+-.eEINafinty"}.find(tree_.text[begin - 1]) !=
+                            std::string_view::npos)
+      --begin;
+    return static_cast<std::uint32_t>(begin);
+  }
+
+  bool number(node_kind kind, std::uint64_t payload, std::uint8_t flags) {
+    append(node{payload, number_begin(), static_cast<std::uint32_t>(stream_.Tell()), no_node, kind,
+                flags});
+    return true;
+  }
+  bool integer(std::int64_t v) {
+    return number(node_kind::integer, static_cast<std::uint64_t>(v), 0);
+  }
+
+  bool string(node_kind kind, const char* s, rapidjson::SizeType length) {
+    // In situ, the decoded bytes start right after the opening quote.
+    const auto begin = static_cast<std::uint32_t>(s - tree_.buffer.data() - 1);
+    const auto end = static_cast<std::uint32_t>(stream_.Tell());
+    // RapidJSON validates the raw bytes, but a \uDC00..\uDFFF escape on its
+    // own decodes to an ill-formed surrogate. Only strings with escapes
+    // (decoded shorter than raw) need the second look.
+    if (length != end - begin - 2 &&
+        utf8_first_invalid({s, length}) != std::string_view::npos)
+      return fail(error_kind::json_invalid_utf8,
+                  "a \\u escape encodes a lone surrogate in the string at byte " +
+                      std::to_string(begin));
+    append(node{length, begin, end, no_node, kind, 0});
+    return true;
+  }
+
+  bool unique_key(std::uint32_t key_index) {
+    open_container& object = open_.back();
+    const std::string_view key = tree_.decoded(key_index);
+    const std::uint64_t count = tree_.nodes[object.index].payload;  // includes this key
+    bool duplicate = false;
+    if (count <= linear_key_limit) {
+      for (std::uint32_t k = tree_.first_child(object.index); k != key_index; k = tree_.nodes[k].next)
+        if (tree_.decoded(k) == key) duplicate = true;
+    } else {
+      if (!object.keys) {
+        object.keys = std::make_unique<std::unordered_set<std::string_view>>();
+        for (std::uint32_t k = tree_.first_child(object.index); k != key_index; k = tree_.nodes[k].next)
+          object.keys->insert(tree_.decoded(k));
+      }
+      duplicate = !object.keys->insert(key).second;
+    }
+    if (duplicate)
+      return fail(error_kind::json_duplicate_key,
+                  "key \"" + excerpt(key) + "\" appears twice in one object (at byte " +
+                      std::to_string(tree_.nodes[key_index].begin) + ")");
+    return true;
+  }
+
+  bool open(node_kind kind) {
+    // The iterative reader calls this before it consumes '{' or '[', so Tell()
+    // is the container's first byte.
+    if (open_.size() >= max_depth_)
+      return fail(error_kind::json_too_deep, "nesting deeper than " + std::to_string(max_depth_) +
+                                                 " at byte " + std::to_string(stream_.Tell()));
+    const auto begin = static_cast<std::uint32_t>(stream_.Tell());
+    const std::uint32_t index = append(node{0, begin, begin, no_node, kind, 0});
+    open_.push_back(open_container{index, no_node, nullptr});
+    return true;
+  }
+
+  bool close() {
+    // Called before the closing bracket is consumed.
+    tree_.nodes[open_.back().index].end = static_cast<std::uint32_t>(stream_.Tell() + 1);
+    open_.pop_back();
+    return true;
+  }
+
+  json_tree& tree_;
+  const insitu_stream& stream_;
+  std::size_t max_depth_;
+  std::vector<open_container> open_;
+};
+
+/// Parse `text` into `tree` under the contract's rules. `tree` keeps a view of
+/// `text`, which must outlive it.
+inline result<void> parse(std::string_view text, const json_bounds& bounds, json_tree& tree) {
+  // Node spans are 32-bit; RapidJSON's string lengths are too.
+  constexpr std::size_t hard_limit = std::numeric_limits<std::uint32_t>::max() - 8;
+  if (text.size() > bounds.max_bytes || text.size() > hard_limit)
+    return failure(error_kind::frame_too_large,
+                   std::to_string(text.size()) + " bytes, more than " +
+                       std::to_string(std::min(bounds.max_bytes, hard_limit)));
+
+  tree.text = text;
+  // The in-situ copy ends in NULs: RapidJSON stops at '\0', and its UTF-8
+  // validation takes a multi-byte sequence's continuation bytes without
+  // looking, so a truncated sequence at the very end reads (and, in situ,
+  // writes) up to three bytes past the text.
+  tree.buffer.reserve(text.size() + 4);
+  tree.buffer.assign(text);
+  tree.buffer.append(4, '\0');
+  tree.nodes.clear();
+  tree.nodes.reserve(text.size() / 8 + 4);
+
+  insitu_stream stream{tree.buffer.data(), tree.buffer.data(), tree.buffer.data()};
+  tree_builder builder{tree, stream, bounds.max_depth};
+  constexpr unsigned flags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
+                             rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag |
+                             rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNanAndInfFlag;
+  rapidjson::Reader reader;
+  const rapidjson::ParseResult parsed = reader.Parse<flags>(stream, builder);
+
+  if (builder.failure) return failure(builder.failure->kind, std::move(builder.failure->detail));
+  if (parsed.IsError()) {
+    const auto code = parsed.Code();
+    std::string detail = std::string{rapidjson::GetParseError_En(code)} + " (at byte " +
+                         std::to_string(parsed.Offset()) + ")";
+    switch (code) {
+      case rapidjson::kParseErrorStringInvalidEncoding:
+      case rapidjson::kParseErrorStringUnicodeSurrogateInvalid:
+        return failure(error_kind::json_invalid_utf8, std::move(detail));
+      case rapidjson::kParseErrorNumberTooBig:  // 1e999: not a finite double
+        return failure(error_kind::json_non_finite, std::move(detail));
+      default:
+        return failure(error_kind::json_malformed, std::move(detail));
+    }
+  }
+  // kParseStopWhenDoneFlag stopped right after the value: the rest may only be whitespace.
+  for (std::size_t i = stream.Tell(); i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+      return failure(error_kind::json_trailing_bytes,
+                     "bytes after the JSON value (at byte " + std::to_string(i) + ")");
+  }
+  return success();
+}
+
+inline void write_json_text(json_writer& w, const json_text& value) {
+  // The text is spliced in verbatim, so it must be one valid JSON value: a
+  // caller's json_text that is not is a bug, caught here rather than by the peer.
+  json_tree tree;
+  if (!parse(value.text, json_bounds{std::numeric_limits<std::size_t>::max(),
+                                     std::numeric_limits<std::size_t>::max()},
+             tree))
+    codec_bug("json_text does not hold exactly one valid JSON value");
+  // A raw newline in valid JSON can only be insignificant whitespace, but it
+  // would split the NDJSON line: turn it into a space (no value changes).
+  std::string_view text = value.text;
+  std::string flattened;
+  if (text.find_first_of("\r\n") != std::string_view::npos) {
+    flattened.assign(text);
+    for (char& c : flattened)
+      if (c == '\n' || c == '\r') c = ' ';
+    text = flattened;
+  }
+  w.RawValue(text.data(), json_size(text.size()), rapidjson::kObjectType);
+}
+
+// ---- decoding -----------------------------------------------------------------
+
+template <class T>
+std::string integer_type_name() {
+  return std::string{std::is_signed_v<T> ? "a signed " : "an unsigned "} +
+         std::to_string(sizeof(T) * 8) + "-bit integer";
+}
+
+/// The typed walk over a parsed tree. Members return false on failure, having
+/// set `kind`/`what`; each enclosing level then adds its path segment, so the
+/// error names e.g. "limits.wall_seconds" at no cost on success.
+class decoder {
+ public:
+  explicit decoder(const json_tree& tree) noexcept : tree_(tree) {}
+
+  template <class T>
+  bool decode(std::uint32_t i, T& out);
+
+  template <class T>
+  bool decode_struct(std::uint32_t i, T& out);
+
+  [[nodiscard]] error failure_error() const {
+    std::string path;
+    for (auto segment = path_.rbegin(); segment != path_.rend(); ++segment) {
+      if (!path.empty() && segment->front() != '[') path += '.';
+      path += *segment;
+    }
+    return error{kind_, path.empty() ? what_ : path + ": " + what_};
+  }
+
+ private:
+  bool fail(error_kind kind, std::string what) {
+    kind_ = kind;
+    what_ = std::move(what);
+    return false;
+  }
+  bool wrong_kind(std::uint32_t i, const char* expected) {
+    return fail(error_kind::frame_wrong_kind,
+                std::string{"expected "} + expected + ", got " + describe(tree_.nodes[i].kind));
+  }
+
+  template <class T>
+  bool decode_integer(std::uint32_t i, T& out);
+  template <class T>
+  bool decode_floating(std::uint32_t i, T& out);
+  template <class T>
+  bool decode_enum(std::uint32_t i, T& out);
+
+  const json_tree& tree_;
+  error_kind kind_ = error_kind::json_malformed;
+  std::string what_;
+  std::vector<std::string> path_;  ///< innermost segment first
+};
+
+template <class T>
+bool decoder::decode_integer(std::uint32_t i, T& out) {
+  const node& n = tree_.nodes[i];
+  if (n.kind == node_kind::integer) {
+    bool fits;
+    if (n.flags & node::unsigned_payload) {
+      fits = std::in_range<T>(n.payload);
+      if (fits) out = static_cast<T>(n.payload);
+    } else {
+      const auto v = static_cast<std::int64_t>(n.payload);
+      fits = std::in_range<T>(v);
+      if (fits) out = static_cast<T>(v);
+    }
+    if (fits) return true;
+    return fail(error_kind::frame_number_out_of_range,
+                excerpt(tree_.raw(i)) + " does not fit " + integer_type_name<T>());
+  }
+  if (n.kind == node_kind::number && (n.flags & node::integer_literal))
+    return fail(error_kind::frame_number_out_of_range,
+                excerpt(tree_.raw(i)) + " is outside the 64-bit integer range");
+  if (n.kind == node_kind::number)
+    return fail(error_kind::frame_wrong_kind,
+                "expected an integer, got the non-integral number " + excerpt(tree_.raw(i)));
+  return wrong_kind(i, "an integer");
+}
+
+template <class T>
+bool decoder::decode_floating(std::uint32_t i, T& out) {
+  const node& n = tree_.nodes[i];
+  double d;
+  if (n.kind == node_kind::number) d = std::bit_cast<double>(n.payload);
+  else if (n.kind == node_kind::integer && (n.flags & node::unsigned_payload)) d = static_cast<double>(n.payload);
+  else if (n.kind == node_kind::integer) d = static_cast<double>(static_cast<std::int64_t>(n.payload));
+  else return wrong_kind(i, "a number");
+  if constexpr (sizeof(T) < sizeof(double)) {
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<T>::max()))
+      return fail(error_kind::frame_number_out_of_range,
+                  excerpt(tree_.raw(i)) + " does not fit a " + std::to_string(sizeof(T) * 8) +
+                      "-bit float");
+  }
+  out = static_cast<T>(d);
+  return true;
+}
+
+template <class T>
+bool decoder::decode_enum(std::uint32_t i, T& out) {
+  if (tree_.nodes[i].kind != node_kind::string) return wrong_kind(i, "a string");
+  const std::string_view spelling = tree_.decoded(i);
+  if (const std::optional<T> parsed = parse_enum<T>(spelling)) {
+    out = *parsed;
+    return true;
+  }
+  std::string known;
+  for (std::string_view s : enum_names<T>::spellings) {
+    if (!known.empty()) known += ", ";
+    known += s;
+  }
+  return fail(error_kind::frame_bad_enum,
+              "unknown spelling \"" + excerpt(spelling) + "\" (expected one of: " + known + ")");
+}
+
+template <class T>
+bool decoder::decode(std::uint32_t i, T& out) {
+  const node& n = tree_.nodes[i];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (n.kind != node_kind::boolean) return wrong_kind(i, "a boolean");
+    out = n.payload != 0;
+    return true;
+  } else if constexpr (std::is_integral_v<T>) {
+    return decode_integer(i, out);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return decode_floating(i, out);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (n.kind != node_kind::string) return wrong_kind(i, "a string");
+    out.assign(tree_.decoded(i));
+    return true;
+  } else if constexpr (std::is_same_v<T, json_text>) {
+    out.text.assign(tree_.raw(i));  // any value: the parse already validated it
+    return true;
+  } else if constexpr (named_enum<T>) {
+    return decode_enum(i, out);
+  } else if constexpr (is_optional<T>::value) {
+    if (n.kind == node_kind::null) {
+      out.reset();
+      return true;
+    }
+    return decode(i, out.emplace(blank<typename T::value_type>()));
+  } else if constexpr (is_cap<T>::value) {
+    return decode(i, out.value);
+  } else if constexpr (is_request<T>::value) {
+    return decode(i, out.value);
+  } else if constexpr (is_vector<T>::value) {
+    if (n.kind != node_kind::array) return wrong_kind(i, "an array");
+    out.clear();
+    out.reserve(static_cast<std::size_t>(n.payload));
+    std::size_t index = 0;
+    for (std::uint32_t e = tree_.first_child(i); e != no_node; e = tree_.nodes[e].next, ++index) {
+      auto element = blank<typename T::value_type>();  // not emplace_back: std::vector<bool> has no references
+      if (!decode(e, element)) {
+        path_.push_back("[" + std::to_string(index) + "]");
+        return false;
+      }
+      out.push_back(std::move(element));
+    }
+    return true;
+  } else if constexpr (is_std_array<T>::value) {
+    if (n.kind != node_kind::array) return wrong_kind(i, "an array");
+    if (n.payload != out.size())
+      return fail(error_kind::frame_wrong_kind, "expected an array of " + std::to_string(out.size()) +
+                                                    " elements, got " + std::to_string(n.payload));
+    std::size_t index = 0;
+    for (std::uint32_t e = tree_.first_child(i); e != no_node; e = tree_.nodes[e].next, ++index) {
+      if (!decode(e, out[index])) {
+        path_.push_back("[" + std::to_string(index) + "]");
+        return false;
+      }
+    }
+    return true;
+  } else if constexpr (is_string_map<T>::value) {
+    if (n.kind != node_kind::object) return wrong_kind(i, "an object");
+    out.clear();
+    for (std::uint32_t k = tree_.first_child(i); k != no_node; k = tree_.nodes[k].next) {
+      auto element = blank<typename T::mapped_type>();
+      if (!decode(k + 1, element)) {
+        path_.push_back(excerpt(tree_.decoded(k)));
+        return false;
+      }
+      out.emplace(tree_.decoded(k), std::move(element));
+    }
+    return true;
+  } else if constexpr (is_struct<T>) {
+    return decode_struct(i, out);
+  } else {
+    static_assert(always_false<T>, "psych::protocol: the JSON codec does not know this type");
+    return false;
+  }
+}
+
+template <class T>
+bool decoder::decode_struct(std::uint32_t i, T& out) {
+  static_assert(required_members_exist<T>(), "required_members names a member the struct lacks");
+  if (tree_.nodes[i].kind != node_kind::object) return wrong_kind(i, "an object");
+  if constexpr (requires { T::required_members; }) {
+    for (std::string_view name : T::required_members) {
+      if (tree_.member(i, name) == no_node) {
+        path_.emplace_back(name);
+        return fail(error_kind::frame_missing_member, "required member is missing");
+      }
+    }
+  }
+  // One pass over the JSON members, each matched against the member names;
+  // a name the struct does not have is skipped.
+  for (std::uint32_t k = tree_.first_child(i); k != no_node; k = tree_.nodes[k].next) {
+    const std::string_view key = tree_.decoded(k);
+    bool ok = true;
+    hana::for_each(hana::accessors<T>(), [&](auto field) {
+      constexpr std::string_view name = member_name(std::remove_cvref_t<decltype(hana::first(field))>{});
+      if (ok && key == name && !decode(k + 1, hana::second(field)(out))) {
+        path_.emplace_back(name);
+        ok = false;
+      }
+    });
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+// ---- the public codec -----------------------------------------------------------
+
+/// Write `value` as JSON (see the rules at the top of this header).
+template <class T>
+void write_json(json_writer& w, const T& value) {
+  using namespace detail;
+  if constexpr (std::is_same_v<T, bool>) {
+    w.Bool(value);
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    w.Int64(static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_integral_v<T>) {
+    w.Uint64(static_cast<std::uint64_t>(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) codec_bug("encoding a NaN or an infinity: JSON cannot carry it");
+    w.Double(static_cast<double>(value));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    write_string(w, value);
+  } else if constexpr (std::is_same_v<T, json_text>) {
+    write_json_text(w, value);
+  } else if constexpr (named_enum<T>) {
+    if (static_cast<std::size_t>(value) >= enum_names<T>::spellings.size())
+      codec_bug("encoding an enum value that has no spelling");
+    const std::string_view spelling = name_of(value);
+    w.String(spelling.data(), json_size(spelling.size()));
+  } else if constexpr (is_optional<T>::value) {
+    if (value) write_json(w, *value);
+    else w.Null();
+  } else if constexpr (is_cap<T>::value || is_request<T>::value) {
+    write_json(w, value.value);
+  } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+    w.StartArray();
+    for (const typename T::value_type& element : value) write_json(w, element);
+    w.EndArray();
+  } else if constexpr (is_string_map<T>::value) {
+    w.StartObject();
+    for (const auto& [key, element] : value) {
+      write_string(w, key, /*as_key=*/true);
+      write_json(w, element);
+    }
+    w.EndObject();
+  } else if constexpr (is_struct<T>) {
+    w.StartObject();
+    write_members(w, value);
+    w.EndObject();
+  } else {
+    static_assert(always_false<T>, "psych::protocol: the JSON codec does not know this type");
+  }
+}
+
+/// `value` as compact JSON, no newline.
+template <class T>
+std::string encode_json(const T& value) {
+  rapidjson::StringBuffer buffer;
+  json_writer writer{buffer};
+  write_json(writer, value);
+  return std::string{buffer.GetString(), buffer.GetSize()};
+}
+
+/// Parse `text` (one JSON value, surrounding whitespace allowed) into a T.
+template <class T>
+result<T> decode_json(std::string_view text, json_bounds bounds = {}) {
+  detail::json_tree tree;
+  PSYCH_TRY(detail::parse(text, bounds, tree));
+  T value = detail::blank<T>();
+  detail::decoder decoder{tree};
+  if (!decoder.decode(0, value)) return boost::outcome_v2::failure(decoder.failure_error());
+  return value;
+}
+
+/// One NDJSON line: {"type":"<Frame::type>", members...} and '\n'.
+template <class Frame>
+std::string encode_frame(const Frame& frame) {
+  static_assert(detail::is_frame<Frame>(),
+                "a frame is a Hana struct with a static `type` and no member named \"type\"");
+  rapidjson::StringBuffer buffer;
+  json_writer writer{buffer};
+  const std::string_view type = Frame::type;
+  writer.StartObject();
+  writer.Key("type", 4);
+  writer.String(type.data(), static_cast<rapidjson::SizeType>(type.size()));
+  detail::write_members(writer, frame);
+  writer.EndObject();
+  std::string line;
+  line.reserve(buffer.GetSize() + 1);
+  line.append(buffer.GetString(), buffer.GetSize());
+  line.push_back('\n');
+  return line;
+}
+
+/// Decode one frame (a line without its '\n'; a trailing '\r' is whitespace)
+/// as whichever of Frames its `type` names.
+template <class... Frames>
+result<std::variant<Frames...>> decode_frame(std::string_view line, json_bounds bounds = {}) {
+  static_assert(sizeof...(Frames) > 0);
+  static_assert((detail::is_frame<Frames>() && ...),
+                "a frame is a Hana struct with a static `type` and no member named \"type\"");
+  static_assert(detail::distinct_frame_types<Frames...>(), "two frames share one `type`");
+  using detail::node_kind;
+
+  detail::json_tree tree;
+  PSYCH_TRY(detail::parse(line, bounds, tree));
+  if (tree.nodes[0].kind != node_kind::object)
+    return failure(error_kind::frame_missing_type,
+                   std::string{"a frame is a JSON object, got "} + detail::describe(tree.nodes[0].kind));
+  const std::uint32_t type_node = tree.member(0, "type");
+  if (type_node == detail::no_node)
+    return failure(error_kind::frame_missing_type, "the frame has no member \"type\"");
+  if (tree.nodes[type_node].kind != node_kind::string)
+    return failure(error_kind::frame_missing_type,
+                   std::string{"\"type\" is "} + detail::describe(tree.nodes[type_node].kind) +
+                       ", not a string");
+  const std::string_view type = tree.decoded(type_node);
+
+  std::variant<Frames...> frame;
+  detail::decoder decoder{tree};
+  bool found = false;
+  bool ok = true;
+  (
+      [&] {
+        if (!found && type == Frames::type) {
+          found = true;
+          ok = decoder.decode_struct(0, frame.template emplace<Frames>());
+        }
+      }(),
+      ...);
+  if (!found) {
+    std::string known;
+    ((known += (known.empty() ? "" : ", "), known += Frames::type), ...);
+    return failure(error_kind::frame_unknown_type,
+                   "\"" + detail::excerpt(type) + "\" is not carried here (expected one of: " +
+                       known + ")");
+  }
+  if (!ok) return boost::outcome_v2::failure(decoder.failure_error());
+  return frame;  // implicitly moved (C++20)
+}
+
+}  // namespace psych::protocol
