@@ -1,0 +1,545 @@
+# psych bootstrap: the first and only Python code that runs in the sandboxed child.
+#
+# The launcher execs `<python> -I -S -c <this source> TOKEN CANARY IPV4_PORT IPV6_PORT
+# WORKSPACE` with cwd = the workspace, fd 0 = /dev/null, fds 1/2 = the host's stdout and
+# stderr pipes and fd 3 = the channel (docs/contract.md). Before reading anything it sends
+# `hello` with what it observes of its own containment, then waits for `abort` or `run`,
+# runs exactly one program and answers `done`. Nothing of the program is parsed before
+# `run`, and a failing program is reported as data, never as a crash of the bootstrap.
+#
+# Every execution pays this file's startup, so the path to `return 1` imports only built-in
+# or C modules: `posix`, not `os` (os drags in ~2 ms of pure-Python modules); `_json`, not
+# `json` (json imports `re`); `_ast`, not `ast`; `_socket`, not `socket`. asyncio, traceback
+# and linecache are imported only by the programs and failures that need them. Compiling
+# this source is itself paid on every start, which is one more reason it stays small.
+
+import sys
+import posix
+import errno
+import builtins
+import _ast
+import _json
+
+CHANNEL_FD, PROTOCOL_EXIT_CODE = 3, 3
+MAX_INCOMING_LINE, MAX_EMPTY_LINES = 64 << 20, 1000
+MAX_FRAME_BYTES = 16 << 20  # the host's default bound on one channel frame
+MAX_VALUE_DEPTH = 63  # the host allows 64 levels in a frame; the done object is one of them
+MAX_ERROR_TEXT = 256 << 10  # per message/traceback, so a giant one cannot overflow the frame
+PROBE_TIMEOUT_SECONDS = 0.2
+PYCF_ONLY_AST, PYCF_ALLOW_TOP_LEVEL_AWAIT, CO_COROUTINE = 0x400, 0x2000, 0x80
+RESULT_NAME = "__psych_result__"  # (value,) once the program returned or ended on an expression
+DEFAULT_FILENAME = "<program>"
+BOOTSTRAP_GLOBALS = globals()  # tells our frames from the program's, even if both say "<string>"
+BOOTSTRAP_MODULE = sys.modules["__main__"]  # kept alive once the program takes over __main__
+PROBE_OUTCOMES = {0: "connected", errno.ECONNREFUSED: "refused", errno.ENETUNREACH: "unreachable",
+                  errno.EHOSTUNREACH: "unreachable", errno.EADDRNOTAVAIL: "unreachable",
+                  errno.EAGAIN: "timeout",  # how CPython's connect_ex reports its own timeout
+                  errno.ETIMEDOUT: "timeout", errno.EPERM: "denied", errno.EACCES: "denied",
+                  errno.EAFNOSUPPORT: "denied"}
+
+
+# ---- hello: what the child observes of its own containment -----------------------------
+
+
+class ProtocolError(Exception):  # the host broke the contract or left: nobody to report to
+    pass
+
+
+def observe(read, fallback):
+    # A failed observation becomes a value the host grades as "not shown": an unreadable
+    # /proc is itself something the host should see, not a reason to send no hello.
+    try:
+        return read()
+    except Exception:
+        return fallback
+
+
+def raises(action):
+    try:
+        action()
+    except Exception:
+        return True
+    return False
+
+
+def read_file_text(path, size=1 << 16):
+    fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOCTTY | posix.O_CLOEXEC)
+    try:
+        return posix.read(fd, size).decode("utf-8", "replace")
+    finally:
+        posix.close(fd)
+
+
+def read_rlimits():
+    import resource
+    names = {"cpu_seconds": "RLIMIT_CPU", "address_space_bytes": "RLIMIT_AS", "file_size_bytes": "RLIMIT_FSIZE",
+             "process_count": "RLIMIT_NPROC", "open_files": "RLIMIT_NOFILE", "core_bytes": "RLIMIT_CORE"}
+    return {field: [-1 if limit == resource.RLIM_INFINITY else limit
+                    for limit in resource.getrlimit(getattr(resource, constant))] for field, constant in names.items()}
+
+
+def probe_canary(path):
+    try:
+        read_file_text(path, 1)  # one byte proves the exposure
+    except OSError as error:
+        return {"readable": False, "error_number": error.errno or 0}
+    return {"readable": True, "error_number": 0}
+
+
+def probe_loopback(family_name, address, port):
+    """Knocks on the host's canary listener: only ever 127.0.0.1 or ::1, never anything routable."""
+    if port == 0:
+        return {"outcome": "skipped", "error_number": 0}
+    import _socket
+    try:
+        sock = _socket.socket(getattr(_socket, family_name, -1), _socket.SOCK_STREAM)
+    except OSError as error:  # socket() itself refused: only denial counts as denied here
+        code = error.errno or errno.EINVAL
+        return {"outcome": "denied" if PROBE_OUTCOMES.get(code) == "denied" else "error", "error_number": code}
+    try:
+        sock.settimeout(PROBE_TIMEOUT_SECONDS)  # a non-blocking connect, then a bounded poll
+        code = sock.connect_ex((address, port))
+    except (OSError, OverflowError, ValueError) as error:
+        code = getattr(error, "errno", None) or errno.EINVAL
+    finally:
+        sock.close()
+    return {"outcome": PROBE_OUTCOMES.get(code, "error"), "error_number": code}
+
+
+def containment_report(canary, ipv4_port, ipv6_port, workspace):
+    status = observe(lambda: read_file_text("/proc/self/status"), "")
+    status_fields = {key: value.strip() for key, _, value in (line.partition(":") for line in status.splitlines())}
+    return {
+        "pid": posix.getpid(), "ppid": posix.getppid(),
+        "pgid": observe(lambda: posix.getpgid(0), -1), "sid": observe(lambda: posix.getsid(0), -1),
+        "uid": posix.getuid(), "gid": posix.getgid(), "euid": posix.geteuid(), "egid": posix.getegid(),
+        "groups": observe(posix.getgroups, []),
+        "no_new_privs": status_fields.get("NoNewPrivs") == "1",  # unknown reads as not applied
+        "seccomp_mode": observe(lambda: int(status_fields["Seccomp"]), -1),
+        "rlimits": read_rlimits(),
+        "canary": probe_canary(canary),
+        "network": {"ipv4": probe_loopback("AF_INET", "127.0.0.1", ipv4_port),
+                    "ipv6": probe_loopback("AF_INET6", "::1", ipv6_port)},
+        "environment_keys": sorted(key.decode("utf-8", "replace") for key in posix.environ),
+        "cwd": observe(posix.getcwd, ""),
+        "cwd_is_workspace": observe(lambda: posix.stat(".")[1:3] == posix.stat(workspace)[1:3], False),
+        "workspace_entries": observe(lambda: len(posix.listdir(".")), -1),
+        # The child cannot see the host's mount namespace: it reports its own id in mnt_ns
+        # ("mnt:[4026531841]", "" if unreadable) and leaves mount_namespace false for the host,
+        # which compares ids, to decide. root_is_host is an observation, not a verdict: false
+        # only when /proc/1/cmdline cannot be read (a private /proc, a pivoted root).
+        "mount_namespace": False,
+        "mnt_ns": observe(lambda: posix.readlink("/proc/self/ns/mnt"), ""),
+        "root_is_host": not raises(lambda: read_file_text("/proc/1/cmdline")),
+        "python": "%d.%d.%d" % sys.version_info[:3],
+    }
+
+
+# ---- the channel: NDJSON frames over fd 3 -------------------------------------------------
+
+
+def refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def refuse_duplicate_keys(pairs):
+    if len(obj := dict(pairs)) != len(pairs):
+        raise ValueError("duplicate key")
+    return obj
+
+
+class ScannerSettings:
+    """What _json.make_scanner reads from a json.JSONDecoder, without importing json (and re)."""
+    strict, object_hook, parse_float, parse_int = True, None, float, int
+    object_pairs_hook, parse_constant = staticmethod(refuse_duplicate_keys), staticmethod(refuse_constant)
+
+
+SCAN_JSON = _json.make_scanner(ScannerSettings())
+
+
+def refuse_unknown_type(obj):
+    raise TypeError(f"{qualified_name(type(obj))} is not JSON serializable")
+
+
+def encode_json(value):
+    # encode_basestring, not the _ascii variant: text travels as UTF-8, not \u escapes.
+    encoder = _json.make_encoder({}, refuse_unknown_type, _json.encode_basestring, None, ":", ",", False, False, False)
+    return "".join(encoder(value, 0))
+
+
+def frame_bytes(frame):
+    # Reports may hold surrogate-escaped bytes (paths, messages): replace them, never fail.
+    return (encode_json(frame) + "\n").encode("utf-8", "replace")
+
+
+class Channel:
+    def __init__(self, fd):
+        self.fd, self.pending = fd, bytearray()  # pending keeps the bytes past one frame
+
+    def send(self, data):
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[posix.write(self.fd, view):]
+        except OSError as error:
+            raise ProtocolError(f"cannot write to the channel: {error}") from None
+
+    def receive(self):
+        for _ in range(MAX_EMPTY_LINES + 1):
+            if line := self.read_line().strip(b" \t\r"):
+                try:
+                    text = line.decode("utf-8")
+                    frame, end = SCAN_JSON(text, 0)
+                except Exception as error:  # the C scanner raises StopIteration/ValueError/SystemError
+                    raise ProtocolError(f"malformed frame ({type(error).__name__})") from None
+                if end != len(text) or type(frame) is not dict or type(frame.get("type")) is not str:
+                    raise ProtocolError("frame is not one object with a string type")
+                return frame
+        raise ProtocolError("too many empty lines")
+
+    def read_line(self):
+        scanned = 0  # never search the same bytes twice: a long line stays linear
+        while (newline := self.pending.find(b"\n", scanned)) < 0:
+            if (scanned := len(self.pending)) > MAX_INCOMING_LINE:  # bounded as the bytes arrive
+                raise ProtocolError("frame too large")
+            if not (chunk := posix.read(self.fd, 1 << 20)):
+                raise ProtocolError("channel closed before a complete frame")
+            self.pending += chunk
+        if newline > MAX_INCOMING_LINE:
+            raise ProtocolError("frame too large")
+        line = bytes(self.pending[:newline])
+        del self.pending[:newline + 1]
+        return line
+
+
+# ---- the program: parse, rewrite, compile, run ------------------------------------------
+
+
+def located(node_type, at, **fields):
+    return node_type(**fields, lineno=at.lineno, col_offset=at.col_offset,
+                     end_lineno=at.end_lineno, end_col_offset=at.end_col_offset)
+
+
+def store_result(at, value):
+    return located(_ast.Assign, at, targets=[located(_ast.Name, at, id=RESULT_NAME, ctx=_ast.Store())],
+                   value=located(_ast.Tuple, at, elts=[value], ctx=_ast.Load()))
+
+
+class StrayLoopControl(Exception):  # a break/continue outside every loop, which our loop would make legal
+    pass
+
+
+LOOPS = (_ast.For, _ast.AsyncFor, _ast.While)
+
+
+def rewrite_returns(block, in_loop):
+    """Turns each top-level `return X` into `__psych_result__ = (X,); break`; says if any.
+
+    The program runs inside a `while True:` of ours, so `break` leaves it as a return leaves a
+    function: with-blocks exit cleanly (sqlite3 commits, a TaskGroup waits), finally-blocks
+    run, a return in finally wins and no `except:` catches it, all of which a raised exception
+    gets wrong. A return in a user's loop breaks that loop and a check after it breaks on out.
+    """
+    rewritten, returns = [], False
+    for node in block:
+        if isinstance(node, _ast.Return):
+            value = node.value or located(_ast.Constant, node, value=None)
+            rewritten += [store_result(node, value), located(_ast.Break, node)]
+            returns = True
+            continue
+        if isinstance(node, (_ast.Break, _ast.Continue)) and not in_loop:
+            raise StrayLoopControl()
+        rewritten.append(node)
+        if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
+            continue
+        inner = False
+        for field in ("body", "orelse", "finalbody"):  # a loop's else clause is outside that loop
+            if getattr(node, field, None):
+                new_block, found = rewrite_returns(getattr(node, field), in_loop or (
+                    field == "body" and isinstance(node, LOOPS)))
+                setattr(node, field, new_block)
+                inner |= found
+        for clause in getattr(node, "handlers", []) + getattr(node, "cases", []):
+            clause.body, found = rewrite_returns(clause.body, in_loop)
+            inner |= found
+        if inner and isinstance(node, LOOPS):
+            rewritten.append(located(_ast.If, node, test=located(_ast.Name, node, id=RESULT_NAME, ctx=_ast.Load()),
+                                     body=[located(_ast.Break, node)], orelse=[]))
+        returns |= inner
+    return rewritten, returns
+
+
+def compile_program(source, filename):
+    tree = compile(source, filename, "exec", PYCF_ONLY_AST | PYCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    body = tree.body
+    if body and isinstance(body[-1], _ast.Expr):
+        body[-1] = store_result(body[-1], body[-1].value)
+    # A docstring and `from __future__` imports must come first, so they stay outside the loop.
+    start = 1 if len(body) > 1 and isinstance(body[0], _ast.Expr) and isinstance(body[0].value, _ast.Constant) else 0
+    while start < len(body) and isinstance(body[start], _ast.ImportFrom) and body[start].module == "__future__":
+        start += 1
+    try:
+        rest, returns = rewrite_returns(body[start:], False)
+    except StrayLoopControl:  # let the compiler name the program's first error, as Python would
+        compile(source, filename, "exec", PYCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        raise SyntaxError("'break' outside loop") from None
+    if returns:
+        tree.body = body[:start] + [located(_ast.While, rest[0], test=located(_ast.Constant, rest[0], value=True),
+                                            body=rest + [located(_ast.Break, rest[-1])], orelse=[])]
+    return compile(tree, filename, "exec", PYCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+def exit_program(code=None):
+    """site's exit() and quit(): programs call them, and -S leaves them undefined."""
+    raise SystemExit(code)
+
+
+def prepare_interpreter(filename):
+    """Gives the program installed packages and a real __main__, without paying for site."""
+    version = "python%d.%d" % sys.version_info[:2]
+    candidates = [f"{sys.prefix}/lib/{version}/site-packages"]
+    if sys.prefix == "/usr":  # Debian's own interpreter keeps them in dist-packages
+        candidates += [f"/usr/local/lib/{version}/dist-packages", "/usr/lib/python3/dist-packages",
+                       f"/usr/lib/{version}/dist-packages"]
+    for path in candidates:  # no .pth files: processing them is site's job, and its cost
+        if path not in sys.path and observe(lambda: posix.stat(path).st_mode & 0o170000 == 0o040000, False):
+            sys.path.append(path)
+    if posix.environ.get(b"PYTHONDONTWRITEBYTECODE"):  # -I ignores it, but the launch still asked
+        sys.dont_write_bytecode = True
+    sys.argv = [filename]
+    builtins.exit = builtins.quit = exit_program
+    setattr(builtins, RESULT_NAME, ())  # what the after-loop checks read before any return ran
+    main_module = type(sys)("__main__")  # so pickle and `import __main__` find the program's names
+    main_module.__builtins__ = builtins
+    sys.modules["__main__"] = main_module
+    return main_module.__dict__
+
+
+def run_program(code, namespace, source):
+    coroutine = eval(code, namespace)
+    if not code.co_flags & CO_COROUTINE:
+        return
+    # asyncio costs ~50 ms to import. A program that imports nothing (no `import`, no
+    # `__import__`, no importlib) cannot await anything that needs a loop, as long as the
+    # host's bindings stay loop-free, so its coroutine is driven by hand instead.
+    if "import" in source:
+        import asyncio
+        return asyncio.run(coroutine)
+    try:
+        yielded = coroutine.send(None)
+        while True:  # a bare yield (asyncio.sleep(0)) only means "let others run": there are none
+            yielded = coroutine.send(None) if yielded is None else coroutine.throw(RuntimeError(
+                "awaited something that needs an event loop; one runs only when the program "
+                "imports asyncio (or the library it awaits)"))
+    except StopIteration:
+        pass
+
+
+# ---- done: the value, or the failure as data -----------------------------------------------
+
+
+def qualified_name(cls):
+    module, name = getattr(cls, "__module__", None), getattr(cls, "__qualname__", cls.__name__)
+    return name if module in (None, "builtins", "__main__") else f"{module}.{name}"
+
+
+def text_of(obj, convert=str, limit=MAX_ERROR_TEXT):
+    text = observe(lambda: convert(obj), f"<unprintable {type(obj).__name__} object>")
+    half = limit // 2  # both ends matter: a traceback's first frames and its final line
+    if len(text) <= limit:
+        return text
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
+
+
+def error_frame(kind, type_name, message, traceback_text="", line=0, limit_hint=""):
+    return frame_bytes({"type": "done", "ok": False, "error": {
+        "kind": kind, "type": type_name, "message": text_of(message), "traceback": text_of(traceback_text),
+        "line": line, "limit_hint": limit_hint}})
+
+
+PROCESS_CREATORS = {"fork", "forkpty", "_fork_exec", "fork_exec", "_execute_child", "posix_spawn",
+                    "posix_spawnp", "_posix_spawn", "_launch", "spawn"}
+
+
+def creates_processes(error):
+    """True if the innermost frame is a helper that creates processes, or calls os.fork & co."""
+    innermost = error.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    code = innermost.tb_frame.f_code if innermost else None
+    return code is not None and (code.co_name in PROCESS_CREATORS or not PROCESS_CREATORS.isdisjoint(code.co_names))
+
+
+def limit_hint(error):
+    """Names the cap that an exception in the chain most likely hit, or ""."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, MemoryError):
+            return "memory_bytes"
+        if isinstance(current, OSError) and current.errno == errno.EFBIG:
+            return "file_size_bytes"
+        if (isinstance(current, OSError) and current.errno == errno.EAGAIN and creates_processes(current)
+                or isinstance(current, RuntimeError) and current.args == ("can't start new thread",)):
+            return "process_count"  # RLIMIT_NPROC counts threads too
+        pending += [current.__cause__, current.__context__]
+    return ""
+
+
+def describe_exception(error, filename, source):
+    import linecache
+    import traceback
+    # Registered only now: a traceback needs the program's lines, a success never does.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+    def in_program(tb):
+        return tb.tb_frame.f_code.co_filename == filename and tb.tb_frame.f_globals is not BOOTSTRAP_GLOBALS
+
+    first = error.__traceback__
+    while first is not None and first.tb_frame.f_globals is BOOTSTRAP_GLOBALS:
+        first = first.tb_next  # our own frames
+    start = first
+    while start is not None and not in_program(start):
+        start = start.tb_next  # asyncio's machinery above the program's first frame
+    first, line, tb = start or first, 0, start
+    while tb is not None:
+        line, tb = (tb.tb_lineno or 0) if in_program(tb) else line, tb.tb_next
+    name = qualified_name(type(error))
+    text = text_of(error, lambda e: "".join(traceback.format_exception(type(e), e, first)))
+    return error_frame("exception", name, text_of(error), text, line, limit_hint(error))
+
+
+def describe_syntax_error(error, source):
+    import traceback
+    line = (error.lineno or 0) if isinstance(error, SyntaxError) else 0
+    if isinstance(error, SyntaxError) and error.text is None and 0 < line <= source.count("\n") + 1:
+        error.text = source.splitlines()[line - 1]  # errors found compiling the tree carry no source line
+    text = text_of(error, lambda e: "".join(traceback.format_exception_only(type(e), e)))
+    return error_frame("syntax_error", qualified_name(type(error)), text_of(error), text, line)
+
+
+def find_unserializable(item, check_strings, depth=1, ancestors=None):
+    """(type name, complaint, path keys innermost first) for what JSON cannot carry, or None.
+
+    Needed even when the C encoder succeeds: it turns int/float/bool/None keys into strings
+    and nests without bound. Unlike the encoder, it also says where the problem is.
+    """
+    if isinstance(item, str):
+        if check_strings and raises(lambda: item.encode("utf-8")):
+            return "str", "contains a lone surrogate, which UTF-8 cannot encode", []
+        return None
+    if item is None or isinstance(item, bool):
+        return None
+    if isinstance(item, int):  # near 4300 digits, ask the conversion itself: the limit is settable
+        if item.bit_length() > 14000 and raises(lambda: int.__repr__(item)):
+            return "int", (f"is an int with more than {sys.get_int_max_str_digits()} digits, Python's limit "
+                           "for writing it as text; return str(n) or a smaller number"), []
+        return None
+    if isinstance(item, float):
+        return None if item - item == 0 else ("float", f"is {item!r}, which JSON cannot represent", [])
+    type_name = qualified_name(type(item))
+    if not isinstance(item, (dict, list, tuple)):
+        return type_name, f"is of type {type_name}, which JSON cannot represent", []
+    ancestors = set() if ancestors is None else ancestors
+    if id(item) in ancestors:
+        return type_name, "contains itself (a circular reference)", []
+    if depth > MAX_VALUE_DEPTH:
+        return type_name, f"is nested deeper than {MAX_VALUE_DEPTH} levels", []
+    ancestors.add(id(item))
+    is_object, problem = isinstance(item, dict), None
+    for key, child in item.items() if is_object else enumerate(item):
+        if is_object and not isinstance(key, str):
+            key_type = qualified_name(type(key))
+            problem = key_type, f"has the key {short_repr(key)} of type {key_type}; JSON object keys must be str", []
+            break
+        kind = type(child)  # the common scalars are settled here, without a call per element
+        if not check_strings and (kind is str or kind is bool or child is None or kind is int
+                                  and child.bit_length() <= 14000 or kind is float and child - child == 0):
+            continue
+        if problem := (check_strings and is_object and find_unserializable(key, True, depth)
+                       or find_unserializable(child, check_strings, depth + 1, ancestors)):
+            problem[2].append(key)
+            break
+    ancestors.discard(id(item))
+    return problem
+
+
+def short_repr(obj):
+    return text_of(obj, repr, 80)
+
+
+def value_frame(value):
+    """The encoded `done` for a value, or for the reason the value cannot travel."""
+    def refuse(type_name, complaint, keys=(), hint=""):
+        path = "value" + "".join(f"[{short_repr(key)}]" for key in reversed(keys))
+        return error_frame("value_not_serializable", type_name, f"{path} {complaint}", limit_hint=hint)
+
+    try:
+        if problem := find_unserializable(value, False):
+            return refuse(*problem)
+        data = (encode_json({"type": "done", "ok": True, "value": value}) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        surrogate = observe(lambda: find_unserializable(value, True), None)
+        return refuse(*(surrogate or ("str", "contains a lone surrogate")))
+    except BaseException as error:  # a hostile __repr__ or items(), a MemoryError
+        name = qualified_name(type(error))
+        return refuse(name, f"could not be encoded: {name}: {text_of(error)}", hint=limit_hint(error))
+    if len(data) > MAX_FRAME_BYTES:
+        return refuse(qualified_name(type(value)),
+                      f"is {len(data)} bytes as JSON; a frame carries at most {MAX_FRAME_BYTES}")
+    return data
+
+
+def execute(source, filename):
+    """Runs one program and returns its encoded `done` frame: every failure becomes data."""
+    namespace = prepare_interpreter(filename)
+    try:
+        code = compile_program(source, filename)
+    except (SyntaxError, ValueError) as error:  # ValueError: NUL bytes or surrogates in the source
+        return describe_syntax_error(error, source)
+    except BaseException as error:  # RecursionError or MemoryError on a pathological source
+        return describe_exception(error, filename, source)
+    try:
+        run_program(code, namespace, source)
+    except SystemExit as exit_request:
+        exit_code = exit_request.code  # as for a script, only None or integer 0 is a clean exit
+        if not (exit_code is None or isinstance(exit_code, int) and exit_code == 0):
+            return describe_exception(exit_request, filename, source)
+    except BaseException as error:
+        return describe_exception(error, filename, source)
+    result = namespace.pop(RESULT_NAME, ())
+    return value_frame(result[0] if type(result) is tuple and len(result) == 1 else None)
+
+
+def main():
+    if len(sys.argv) != 6:
+        posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE\n")
+        raise SystemExit(PROTOCOL_EXIT_CODE)
+    token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:]
+    channel = Channel(CHANNEL_FD)
+    try:
+        if not (ipv4_port.isdigit() and ipv6_port.isdigit()):
+            raise ProtocolError(f"bad probe ports {ipv4_port!r} {ipv6_port!r}")
+        posix.set_inheritable(CHANNEL_FD, False)  # processes the program starts must not hold it
+        report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace)
+        channel.send(frame_bytes({"type": "hello", "token": token, "report": report}))
+        frame = channel.receive()
+        if frame["type"] == "abort":
+            return
+        program, filename = frame.get("program"), frame.get("filename")
+        if frame["type"] != "run" or type(program) is not str:
+            raise ProtocolError(f"expected run or abort, got {frame['type']!r}")
+        done = execute(program, filename if type(filename) is str and filename else DEFAULT_FILENAME)
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            observe(lambda: stream.flush(), None)  # before done: the host may stop reading pipes after it
+        channel.send(done)
+    except (ProtocolError, OSError) as error:
+        complaint = f"psych bootstrap: {error}\n".encode("utf-8", "replace")
+        observe(lambda: posix.write(2, complaint), None)
+        raise SystemExit(PROTOCOL_EXIT_CODE) from None
+
+
+main()

@@ -1,0 +1,760 @@
+#!/usr/bin/env python3
+"""Plays the host's side of docs/contract.md against launchers/common/bootstrap.py.
+
+The bootstrap is spawned exactly as the Linux launcher does it:
+`<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE`, cwd = a fresh
+workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a SOCK_STREAM socketpair.
+
+Run with `python3 test_bootstrap.py`; BOOTSTRAP_PYTHON=/path/to/python3 picks the
+interpreter the bootstrap runs under (default: the one running this file).
+Exits non-zero on any failure and ends with "N passed, M failed".
+"""
+import errno
+import json
+import os
+import resource
+import select
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BOOTSTRAP_PATH = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common", "bootstrap.py"))
+with open(BOOTSTRAP_PATH, encoding="utf-8") as source_file:
+    BOOTSTRAP = source_file.read()
+PYTHON = os.environ.get("BOOTSTRAP_PYTHON", sys.executable)
+TOKEN = "0123456789abcdef0123456789abcdef"
+ENVIRONMENT = {"HOME": "/nonexistent-home", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin",
+               "PYTHONDONTWRITEBYTECODE": "1"}
+HELLO_KEYS = {"pid", "ppid", "pgid", "sid", "uid", "gid", "euid", "egid", "groups", "no_new_privs",
+              "seccomp_mode", "rlimits", "canary", "network", "environment_keys", "cwd",
+              "workspace_entries", "mount_namespace", "root_is_host", "python"}
+RLIMIT_FIELDS = {"cpu_seconds": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
+                 "file_size_bytes": resource.RLIMIT_FSIZE, "process_count": resource.RLIMIT_NPROC,
+                 "open_files": resource.RLIMIT_NOFILE, "core_bytes": resource.RLIMIT_CORE}
+FORBIDDEN_AT_STARTUP = {"asyncio", "json", "re", "ast", "traceback", "socket", "linecache", "tokenize",
+                        "os", "site", "enum", "functools", "collections", "inspect", "typing"}
+SAMPLE_FRAMES = {}  # what the report shows the lead
+
+
+def reserve_fd_3():
+    """Keep fd 3 occupied in this process so no pipe Popen makes can land on it."""
+    try:
+        os.fstat(3)
+    except OSError:
+        placeholder = os.open(os.devnull, os.O_RDONLY)
+        if placeholder != 3:
+            os.dup2(placeholder, 3, inheritable=False)
+            os.close(placeholder)
+
+
+class Child:
+    """One bootstrap process and the host's end of its channel."""
+
+    def __init__(self, canary=None, ipv4_port=0, ipv6_port=0, environment=None, extra_flags=(),
+                 argv=None, setup=None, user=None):
+        self.workspace = tempfile.mkdtemp(prefix="psych-ws-")
+        os.chmod(self.workspace, 0o777)
+        if canary is None:
+            canary = os.path.join(self.workspace + "-canary")
+            with open(canary, "w") as handle:
+                handle.write("secret")
+        self.canary = canary
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        child_fd = child.fileno()
+
+        def in_child():
+            if setup:
+                setup()
+            os.dup2(child_fd, 3)  # inheritable, like the launcher's fd 3
+
+        args = argv if argv is not None else [TOKEN, canary, str(ipv4_port), str(ipv6_port), self.workspace]
+        self.process = subprocess.Popen(
+            [PYTHON, "-I", "-S", *extra_flags, "-c", BOOTSTRAP, *args], cwd=self.workspace,
+            env=ENVIRONMENT if environment is None else environment, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(3,), preexec_fn=in_child, user=user)
+        child.close()
+        self.host = host
+        self.host.settimeout(20)
+        self.buffer = b""
+
+    def read_line(self):
+        while b"\n" not in self.buffer:
+            chunk = self.host.recv(1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def read_frame(self):
+        line = self.read_line()
+        return None if line is None else json.loads(line)
+
+    def send(self, frame):
+        self.host.sendall(frame if isinstance(frame, bytes) else json.dumps(frame).encode() + b"\n")
+
+    def finish(self, timeout=20):
+        stdout, stderr = self.process.communicate(timeout=timeout)
+        self.host.close()
+        shutil.rmtree(self.workspace, ignore_errors=True)
+        if self.canary.startswith(self.workspace):
+            os.unlink(self.canary)
+        return self.process.returncode, stdout, stderr
+
+
+def run(program, filename=None, **child_options):
+    """hello → run → done; returns (done frame, raw done line, stdout, stderr, exit code, hello)."""
+    child = Child(**child_options)
+    hello = child.read_frame()
+    frame = {"type": "run", "program": program}
+    if filename is not None:
+        frame["filename"] = filename
+    child.send(frame)
+    raw = child.read_line()
+    code, stdout, stderr = child.finish()
+    assert raw is not None, f"no done frame; exit {code}; stderr {stderr.decode()!r}"
+    return json.loads(raw), raw, stdout.decode(), stderr.decode(), code, hello
+
+
+def value_of(program, **options):
+    done, _, _, stderr, code, _ = run(program, **options)
+    assert code == 0, (code, stderr)
+    assert done["type"] == "done" and done["ok"] is True, done
+    return done["value"]
+
+
+def error_of(program, **options):
+    done, _, _, stderr, code, _ = run(program, **options)
+    assert code == 0, (code, stderr)
+    assert done["type"] == "done" and done["ok"] is False, done
+    error = done["error"]
+    assert set(error) == {"kind", "type", "message", "traceback", "line", "limit_hint"}, error
+    return error
+
+
+def exit_code_after(*frames, argv=None):
+    child = Child(argv=argv)
+    hello = child.read_frame() if argv is None else None
+    try:
+        for frame in frames:
+            child.send(frame)
+        child.host.shutdown(socket.SHUT_WR)  # the host has nothing more to say: EOF
+    except OSError:
+        pass
+    leftover = child.read_line() if argv is None else None
+    code, stdout, stderr = child.finish()
+    return code, hello, leftover, stdout, stderr
+
+
+# ---- hello ----------------------------------------------------------------------------------
+
+def test_hello_comes_first_and_reports_containment():
+    def set_limits():
+        resource.setrlimit(resource.RLIMIT_CPU, (100, 101))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10 << 20, 10 << 20))
+    child = Child(setup=set_limits)
+    hello = child.read_frame()  # nothing was sent: the bootstrap speaks first
+    child.send({"type": "abort", "reason": "test"})
+    code, _, _ = child.finish()
+    SAMPLE_FRAMES["hello"] = hello
+    assert code == 0
+    assert hello["type"] == "hello" and hello["token"] == TOKEN
+    report = hello["report"]
+    assert HELLO_KEYS <= set(report), HELLO_KEYS - set(report)
+    assert report["pid"] == child.process.pid and report["ppid"] == os.getpid()
+    assert report["pgid"] == os.getpgid(0) and report["sid"] == os.getsid(0)
+    assert [report[k] for k in ("uid", "gid", "euid", "egid")] == [os.getuid(), os.getgid(), os.geteuid(), os.getegid()]
+    assert isinstance(report["groups"], list)
+    assert isinstance(report["no_new_privs"], bool) and isinstance(report["seccomp_mode"], int)
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status.read().splitlines())
+    assert report["no_new_privs"] == (int(fields["NoNewPrivs"]) == 1)
+    assert report["seccomp_mode"] == int(fields["Seccomp"])
+    assert report["rlimits"]["cpu_seconds"] == [100, 101]
+    assert report["rlimits"]["open_files"] == [256, 256]
+    assert report["rlimits"]["core_bytes"] == [0, 0]
+    assert report["rlimits"]["file_size_bytes"] == [10 << 20, 10 << 20]
+    for field, which in RLIMIT_FIELDS.items():
+        if field not in ("cpu_seconds", "open_files", "core_bytes", "file_size_bytes"):
+            expected = [-1 if v == resource.RLIM_INFINITY else v for v in resource.getrlimit(which)]
+            assert report["rlimits"][field] == expected, (field, report["rlimits"][field], expected)
+    assert report["canary"] == {"readable": True, "error_number": 0}
+    skipped = {"outcome": "skipped", "error_number": 0}
+    assert report["network"] == {"ipv4": skipped, "ipv6": skipped}
+    keys = report["environment_keys"]
+    assert keys == sorted(keys)
+    # Python's C-locale coercion (PEP 538) adds LC_CTYPE when the environment names no locale.
+    assert set(keys) - {"LC_CTYPE"} == set(ENVIRONMENT), keys
+    assert report["cwd"] == child.workspace and report["cwd_is_workspace"] is True
+    assert report["workspace_entries"] == 0
+    assert report["mount_namespace"] is False and report["root_is_host"] is True
+    assert report["mnt_ns"] == os.readlink("/proc/self/ns/mnt")
+    version = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                             capture_output=True, text=True).stdout.strip()
+    assert report["python"] == version
+
+
+def test_hello_counts_workspace_entries():
+    def populate():
+        for name in ("a", "b"):
+            open(name, "w").close()
+    child = Child(setup=populate)
+    report = child.read_frame()["report"]
+    child.send({"type": "abort", "reason": "test"})
+    child.finish()
+    assert report["workspace_entries"] == 2
+
+
+def test_canary_missing_reports_errno():
+    child = Child(canary="/nonexistent/psych-canary")
+    report = child.read_frame()["report"]
+    child.send({"type": "abort", "reason": "test"})
+    child.finish()
+    assert report["canary"] == {"readable": False, "error_number": errno.ENOENT}
+
+
+class Skipped(Exception):
+    pass
+
+
+def other_uid_can_run_python():
+    """Root can run the child as nobody, if nobody can reach the interpreter (pyenv's is in /root)."""
+    if os.geteuid() != 0:
+        raise Skipped("needs root to run the child as another uid")
+    probe = subprocess.run([PYTHON, "-I", "-S", "-c", "pass"], user=65534, cwd="/", capture_output=True) \
+        if os.access(PYTHON, os.X_OK) and all(os.stat(d).st_mode & 0o001 for d in parent_directories(PYTHON)) else None
+    if probe is None or probe.returncode != 0:
+        raise Skipped(f"uid 65534 cannot run {PYTHON}")
+
+
+def parent_directories(path):
+    path = os.path.dirname(os.path.realpath(path))
+    while path != "/":
+        yield path
+        path = os.path.dirname(path)
+
+
+def test_other_uid_cannot_read_canary():
+    other_uid_can_run_python()
+    child = Child(user=65534)
+    os.chmod(child.canary, 0o600)  # raced against the child's probe: checked below
+    report = child.read_frame()["report"]
+    child.send({"type": "abort", "reason": "test"})
+    child.finish()
+    assert report["uid"] == report["euid"] == 65534
+    assert report["canary"] in ({"readable": False, "error_number": errno.EACCES}, {"readable": True, "error_number": 0})
+
+
+def free_port(family, address):
+    probe = socket.socket(family, socket.SOCK_STREAM)
+    probe.bind((address, 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def test_network_probes_connected_refused_skipped():
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener6 = socket.create_server(("::1", 0), family=socket.AF_INET6) if socket.has_ipv6 else None
+    try:
+        port6 = listener6.getsockname()[1] if listener6 else 0
+        child = Child(ipv4_port=listener.getsockname()[1], ipv6_port=port6)
+        network = child.read_frame()["report"]["network"]
+        child.send({"type": "abort", "reason": "test"})
+        child.finish()
+        assert network["ipv4"] == {"outcome": "connected", "error_number": 0}, network
+        assert network["ipv6"] == ({"outcome": "connected", "error_number": 0} if listener6 else
+                                   {"outcome": "skipped", "error_number": 0}), network
+        child = Child(ipv4_port=free_port(socket.AF_INET, "127.0.0.1"), ipv6_port=0)
+        network = child.read_frame()["report"]["network"]
+        child.send({"type": "abort", "reason": "test"})
+        child.finish()
+        assert network["ipv4"] == {"outcome": "refused", "error_number": errno.ECONNREFUSED}, network
+        assert network["ipv6"] == {"outcome": "skipped", "error_number": 0}
+    finally:
+        listener.close()
+        if listener6:
+            listener6.close()
+
+
+def test_network_probe_times_out_when_nothing_answers():
+    # A full accept queue makes Linux drop the SYN, so the connect neither succeeds nor fails.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(listener.getsockname())
+        fillers.append(filler)
+    time.sleep(0.1)
+    try:
+        started = time.monotonic()
+        child = Child(ipv4_port=listener.getsockname()[1])
+        network = child.read_frame()["report"]["network"]
+        elapsed = time.monotonic() - started
+        child.send({"type": "abort", "reason": "test"})
+        child.finish()
+        assert network["ipv4"]["outcome"] == "timeout", network
+        assert elapsed < 5, elapsed
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+# ---- sequence and protocol ------------------------------------------------------------------
+
+def test_abort_exits_zero_without_running_anything():
+    code, hello, leftover, stdout, stderr = exit_code_after(
+        {"type": "abort", "reason": "isolation_unavailable: test", "program": "print('ran')"})
+    assert hello["type"] == "hello"
+    assert (code, leftover, stdout) == (0, None, b""), (code, leftover, stdout, stderr)
+
+
+def test_protocol_violations_exit_3():
+    cases = {
+        "unknown type first": {"type": "call", "name": "x"},
+        "result before run": {"type": "result", "ok": True},
+        "not json": b"this is not json\n",
+        "not an object": b"[1, 2]\n",
+        "no type": b'{"program": "return 1"}\n',
+        "duplicate keys": b'{"type": "run", "type": "abort"}\n',
+        "trailing bytes": b'{"type": "abort"} x\n',
+        "NaN": b'{"type": "run", "program": "1", "x": NaN}\n',
+        "invalid utf-8": b'{"type": "run", "program": "\xff"}\n',
+        "program not a string": {"type": "run", "program": 5},
+        "eof before a frame": b'{"type": "ru',
+    }
+    for name, frame in cases.items():
+        code, _, leftover, stdout, _ = exit_code_after(frame)
+        assert (code, leftover, stdout) == (3, None, b""), (name, code, leftover)
+    code, hello, _, _, stderr = exit_code_after(argv=["only-a-token"])
+    assert code == 3 and b"expected" in stderr
+
+
+def test_oversized_frame_is_refused_as_it_arrives():
+    child = Child()
+    child.read_frame()
+    chunk = b"x" * (1 << 20)
+
+    def flood():
+        try:
+            for _ in range(65):
+                child.host.sendall(chunk)
+            child.host.sendall(b"x\n")
+        except OSError:
+            pass
+    writer = threading.Thread(target=flood)
+    writer.start()
+    code = child.process.wait(timeout=60)
+    writer.join()
+    child.finish()
+    assert code == 3, code
+
+
+def test_empty_lines_before_run_are_skipped():
+    child = Child()
+    child.read_frame()
+    child.send(b"\n\r\n\n" + json.dumps({"type": "run", "program": "return 7"}).encode() + b"\n")
+    done = child.read_frame()
+    code, _, _ = child.finish()
+    assert done == {"type": "done", "ok": True, "value": 7} and code == 0
+
+
+# ---- program semantics ----------------------------------------------------------------------
+
+VALUE_CASES = [
+    ("return 1", 1),
+    ("x = 2\nx * 21", 42),
+    ("x = 1", None),
+    ("", None),
+    ("print('hi')", None),
+    ("return", None),
+    ("'''only a docstring'''", "only a docstring"),
+    ('"""doc"""\nfrom __future__ import annotations\nx: int = 3\nreturn __doc__, x', ["doc", 3]),
+    ("if True:\n    return 'if'\nreturn 'after'", "if"),
+    ("for i in range(5):\n    if i == 3:\n        return i\nreturn -1", 3),
+    ("for i in range(3):\n    for j in range(3):\n        if i * j == 2:\n            return [i, j]\nreturn None", [1, 2]),
+    ("i = 0\nwhile True:\n    i += 1\n    if i > 4:\n        return i", 5),
+    ("for i in range(2):\n    pass\nelse:\n    return 'else'\nreturn 'no'", "else"),
+    ("for i in range(3):\n    for j in range(3):\n        break\n    else:\n        return 'inner else'\nreturn 'done'", "done"),
+    ("try:\n    return 'try'\nexcept:\n    return 'caught'", "try"),
+    ("try:\n    return 'try'\nexcept BaseException:\n    return 'caught'", "try"),
+    ("try:\n    return 1\nfinally:\n    return 2", 2),
+    ("try:\n    1 / 0\nfinally:\n    return 'finally wins'", "finally wins"),
+    ("log = []\ntry:\n    try:\n        return log\n    finally:\n        log.append('inner')\nfinally:\n    log.append('outer')", ["inner", "outer"]),
+    ("try:\n    raise ValueError\nexcept ValueError:\n    return 'handler'", "handler"),
+    ("try:\n    pass\nexcept ValueError:\n    pass\nelse:\n    return 'try else'", "try else"),
+    ("try:\n    raise ValueError\nexcept* ValueError:\n    pass\nreturn 'star'", "star"),
+    ("try:\n    return 'star body'\nexcept* BaseException:\n    pass", "star body"),
+    ("match [1, 2]:\n    case [a, b]:\n        return a + b\n    case _:\n        return 0", 3),
+    ("def f():\n    return 'function'\nreturn f()", "function"),
+    ("def f():\n    for i in range(3):\n        return i\nf()", 0),
+    ("class A:\n    def m(self):\n        return 'method'\nA().m()", "method"),
+    ("events = []\nclass Tracker:\n    def __enter__(self):\n        return self\n"
+     "    def __exit__(self, *exc):\n        events.append(exc[0])\nwith Tracker():\n    return events", [None]),
+    ("import contextlib\nwith contextlib.suppress(BaseException):\n    return 'not swallowed'\nreturn 'swallowed'", "not swallowed"),
+    ("x = 10\ndef f():\n    return x + 1\nf()", 11),
+    ("def set_it():\n    global g\n    g = 'global'\nset_it()\nreturn g", "global"),
+    ("import __main__, pickle\ndef f(): pass\nreturn [__main__.f is f, len(pickle.dumps(f)) > 0, __name__]", [True, True, "__main__"]),
+    ("return sorted(k for k in globals() if k.startswith('__psych'))", []),
+    ("import sys\nreturn sys.argv", ["<program>"]),
+    ("import sys\nreturn sys.dont_write_bytecode", True),
+    ("import os\nreturn os.get_inheritable(3)", False),
+    ("async def g():\n    return 3\nreturn await g()", 3),
+    ("class Aiter:\n    def __init__(self): self.n = 0\n    def __aiter__(self): return self\n"
+     "    async def __anext__(self):\n        self.n += 1\n        if self.n > 3: raise StopAsyncIteration\n        return self.n\n"
+     "total = 0\nasync for n in Aiter():\n    total += n\n    if total > 2:\n        return total", 3),
+    ("class Yield:\n    def __await__(self):\n        yield\n        return 'bare yield'\nawait Yield()", "bare yield"),
+    ("import asyncio\nawait asyncio.sleep(0.01)\nreturn 'asyncio' in __import__('sys').modules", True),
+    ("import asyncio\nasync def work(out):\n    await asyncio.sleep(0.01)\n    out.append('finished')\nout = []\n"
+     "async with asyncio.TaskGroup() as group:\n    group.create_task(work(out))\n    return out", ["finished"]),
+    ("async def agen():\n    yield 1\n    yield 2\nreturn [x async for x in agen()]", [1, 2]),
+    ("exit()", None),
+    ("import sys\nsys.exit(0)", None),
+    ("raise SystemExit(False)", None),
+    ("quit(None)", None),
+    ("a = [1]\nreturn [a, a]", [[1], [1]]),
+    ("return (1, 2.5, None, True, {'k': 'v'})", [1, 2.5, None, True, {"k": "v"}]),
+    ("return 'héllo ✓ \\U0001F600'", "héllo ✓ \U0001F600"),
+    ("return -2**63, 2**64", [-2**63, 2**64]),
+    ("import collections\nreturn collections.OrderedDict(b=1, a=2)", {"b": 1, "a": 2}),
+    ("import enum\nclass N(enum.IntEnum):\n    ONE = 1\nreturn N.ONE", 1),
+]
+
+
+def test_program_values():
+    failures = []
+    for program, expected in VALUE_CASES:
+        try:
+            got = value_of(program)
+            if got != expected:
+                failures.append((program, expected, got))
+        except AssertionError as error:
+            failures.append((program, expected, error))
+    assert not failures, "\n".join(map(repr, failures))
+
+
+def test_done_frame_is_byte_exact_utf8_and_big_ints_survive():
+    done, raw, _, _, _, _ = run("return {'text': 'naïve ✓', 'n': 7 ** 5000}")
+    SAMPLE_FRAMES["done ok"] = raw.decode()[:120] + "..."
+    assert "naïve ✓".encode() in raw and b"\\u" not in raw
+    assert str(7 ** 5000).encode() in raw  # 4226 digits: under Python's limit, exact on the wire
+    done, raw, *_ = run("return 1")
+    assert raw == b'{"type":"done","ok":true,"value":1}'
+
+
+def test_return_inside_with_commits_like_a_real_return():
+    program = ("import atexit, sqlite3\nc = sqlite3.connect('db')\nc.execute('create table t(x)')\n"
+               "count = lambda: sqlite3.connect('db').execute('select count(*) from t').fetchone()[0]\n"
+               "atexit.register(lambda: print('rows', count()))\n"
+               "with c:\n    c.execute('insert into t values (1)')\n    return 'ok'")
+    done, _, stdout, _, code, _ = run(program)
+    assert done["value"] == "ok" and stdout == "rows 1\n" and code == 0, (done, stdout)
+
+
+def test_stdout_and_stderr_are_flushed_before_done():
+    program = ("import atexit, sys, time\nprint('partial line', end='')\nsys.stderr.write('to stderr')\n"
+               "atexit.register(time.sleep, 2)\nreturn 'v'")
+    child = Child()
+    child.read_frame()
+    child.send({"type": "run", "program": program})
+    done = child.read_frame()
+    # The child is still sleeping in atexit: whatever is in the pipes now was flushed before done.
+    out_ready, _, _ = select.select([child.process.stdout, child.process.stderr], [], [], 1)
+    stdout = os.read(child.process.stdout.fileno(), 1000)
+    stderr = os.read(child.process.stderr.fileno(), 1000)
+    code, _, _ = child.finish()
+    assert done == {"type": "done", "ok": True, "value": "v"}
+    assert stdout == b"partial line" and stderr == b"to stderr" and code == 0, (stdout, stderr, code)
+
+
+def test_installed_packages_are_importable():
+    version = subprocess.run([PYTHON, "-I", "-c", "import sys, site; print(site.getsitepackages())"],
+                             capture_output=True, text=True).stdout
+    expected = [path for path in eval(version) if os.path.isdir(path)]
+    path = value_of("import sys\nreturn sys.path")
+    assert expected and all(entry in path for entry in expected), (expected, path)
+    for directory in expected:
+        if os.path.isdir(os.path.join(directory, "yaml")):
+            assert value_of("import yaml\nreturn yaml.__name__") == "yaml"
+            break
+
+
+# ---- failures are data ----------------------------------------------------------------------
+
+def test_exception_reports_type_message_line_and_trimmed_traceback():
+    error = error_of("x = 1\ny = 0\nx / y")
+    SAMPLE_FRAMES["done exception"] = error
+    assert error["kind"] == "exception" and error["type"] == "ZeroDivisionError"
+    assert error["message"] == "division by zero" and error["line"] == 3 and error["limit_hint"] == ""
+    assert error["traceback"].startswith('Traceback (most recent call last):\n  File "<program>", line 3, in <module>\n    x / y\n')
+    assert error["traceback"].endswith("ZeroDivisionError: division by zero\n")
+    error = error_of("def inner():\n    raise ValueError('bad')\n\ninner()", filename="analysis.py")
+    assert error["line"] == 2 and 'File "analysis.py", line 4, in <module>' in error["traceback"]
+    assert 'File "analysis.py", line 2, in inner\n    raise ValueError(\'bad\')' in error["traceback"]
+    # Our own frames are recognised by their globals, not by the "<string>" they share with -c.
+    error = error_of("1 / 0", filename="<string>")
+    assert error["traceback"].count('File "<string>"') == 1 and error["line"] == 1, error["traceback"]
+
+
+def test_exception_types_are_qualified_and_library_frames_kept():
+    error = error_of("import json\n\njson.loads('{')")
+    assert error["type"] == "json.decoder.JSONDecodeError" and error["line"] == 3
+    assert "json/decoder.py" in error["traceback"] or "json/__init__.py" in error["traceback"]
+    assert error_of("class Boom(Exception):\n    pass\nraise Boom('x')")["type"] == "Boom"
+    error = error_of("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    raise KeyError('k') from e")
+    assert error["type"] == "KeyError" and error["line"] == 4 and "direct cause" in error["traceback"]
+    assert error_of("raise KeyboardInterrupt")["type"] == "KeyboardInterrupt"
+
+
+def test_exception_under_asyncio_starts_at_the_program():
+    error = error_of("import asyncio\nasync def fail():\n    await asyncio.sleep(0)\n    1 / 0\nawait fail()")
+    assert error["type"] == "ZeroDivisionError" and error["line"] == 4, error
+    assert error["traceback"].startswith('Traceback (most recent call last):\n  File "<program>", line 5, in <module>')
+    assert "asyncio" not in error["traceback"].split("\n", 3)[1], error["traceback"]
+
+
+def test_huge_error_text_is_clipped():
+    error = error_of("raise ValueError('x' * 3_000_000)")
+    assert 200_000 < len(error["message"]) < 300_000 and "characters omitted" in error["message"]
+    assert len(error["traceback"]) < 300_000 and error["traceback"].endswith("x\n")
+
+
+def test_system_exit_nonzero_is_an_exception():
+    for program, message in (("import sys\nsys.exit(2)", "2"), ("exit('bye')", "bye"), ("raise SystemExit(0.0)", "0.0")):
+        error = error_of(program)
+        assert (error["kind"], error["type"], error["message"]) == ("exception", "SystemExit", message), error
+
+
+def test_await_needing_a_loop_without_imports_is_explained():
+    error = error_of("class Future:\n    def __await__(self):\n        yield 'a future'\nawait Future()")
+    assert error["type"] == "RuntimeError" and "event loop" in error["message"] and error["line"] == 3
+
+
+def test_syntax_errors():
+    error = error_of("x = 1\ny = (", filename="prog.py")
+    SAMPLE_FRAMES["done syntax_error"] = error
+    assert error["kind"] == "syntax_error" and error["type"] == "SyntaxError" and error["line"] == 2
+    assert error["traceback"].startswith('  File "prog.py", line 2') and "Traceback" not in error["traceback"]
+    error = error_of("if True:\nreturn 1")
+    assert error["kind"] == "syntax_error" and error["type"] == "IndentationError" and error["line"] == 2
+    # Found only when compiling the rewritten tree: the source line is still shown.
+    error = error_of("x = 1\ndef f():\n    await g()")
+    assert error["kind"] == "syntax_error" and error["line"] == 3 and "await g()" in error["traceback"], error
+    error = error_of("class A:\n    return 1")
+    assert error["kind"] == "syntax_error" and "'return' outside function" in error["message"] and error["line"] == 2
+    for program in ("break", "return 1\ncontinue", "for i in range(2):\n    pass\nbreak\nreturn 1"):
+        error = error_of(program)
+        assert error["kind"] == "syntax_error", (program, error)
+    assert error_of("x = 1\x00")["kind"] == "syntax_error"
+    error = error_of("compile('1 +', 'inner', 'exec')")  # raised while running: an exception
+    assert (error["kind"], error["type"]) == ("exception", "SyntaxError")
+
+
+def test_limit_hints():
+    assert error_of("raise MemoryError")["limit_hint"] == "memory_bytes"
+    assert error_of("x = bytearray(1 << 62)")["limit_hint"] == "memory_bytes"
+    assert error_of("try:\n    raise MemoryError\nexcept MemoryError as e:\n    raise ValueError('w') from e")["limit_hint"] == "memory_bytes"
+    assert error_of("try:\n    raise MemoryError\nexcept MemoryError:\n    raise ValueError('w')")["limit_hint"] == "memory_bytes"
+    error = error_of("import resource\nresource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
+                     "with open('big', 'wb', buffering=0) as f:\n    f.write(b'x' * 1000)\n    f.write(b'x')")
+    assert error["limit_hint"] == "file_size_bytes" and error["line"] == 5, error
+    assert error_of("import errno\ndef fork():\n    raise BlockingIOError(errno.EAGAIN, 'no')\nfork()")["limit_hint"] == "process_count"
+    assert error_of("import errno\ndef read():\n    raise BlockingIOError(errno.EAGAIN, 'no')\nread()")["limit_hint"] == ""
+    assert error_of("import errno\nraise OSError(errno.ENOSPC, 'full')")["limit_hint"] == ""
+    assert error_of("1 / 0")["limit_hint"] == ""
+
+
+def test_process_count_hint_from_real_fork_failures():
+    other_uid_can_run_python()
+
+    def one_process_only():
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    for program in ("import os\nos.fork()", "import subprocess\nsubprocess.run(['true'])",
+                    "import threading\nthreading.Thread(target=print).start()"):
+        error = error_of(program, user=65534, setup=one_process_only)
+        assert error["limit_hint"] == "process_count", (program, error)
+
+
+def test_value_not_serializable():
+    cases = [
+        ("return {1, 2}", "set", "value is of type set"),
+        ("return {'a': [1, object()]}", "object", "value['a'][1] is of type object"),
+        ("return [b'bytes']", "bytes", "value[0] is of type bytes"),
+        ("return float('nan')", "float", "value is nan"),
+        ("return {'x': float('inf')}", "float", "value['x'] is inf"),
+        ("l = []\nl.append(l)\nreturn l", "list", "value[0] contains itself"),
+        ("d = {}\nd['me'] = d\nreturn d", "dict", "value['me'] contains itself"),
+        ("return {1: 'one'}", "int", "value has the key 1"),
+        ("return {'a': {None: 1}}", "NoneType", "value['a'] has the key None"),
+        ("return {'a': {(1, 2): 1}}", "tuple", "value['a'] has the key (1, 2)"),
+        ("return [10 ** 5000]", "int", "value[0] is an int with more than 4300 digits"),
+        ("return ['ok', '\\ud800']", "str", "value[1] contains a lone surrogate"),
+        ("return {'\\udcff': 1}", "str", "contains a lone surrogate"),
+        ("x = []\nfor _ in range(100):\n    x = [x]\nreturn x", "list", "is nested deeper than 63 levels"),
+        ("return 'x' * (17 << 20)", "str", "a frame carries at most"),
+        ("import datetime\nreturn datetime.date(2024, 1, 1)", "datetime.date", "is of type datetime.date"),
+        ("class Bad(dict):\n    def items(self):\n        raise RuntimeError('hostile')\nreturn Bad(a=1)", "RuntimeError", "hostile"),
+    ]
+    for program, type_name, fragment in cases:
+        error = error_of(program)
+        assert error["kind"] == "value_not_serializable" and error["type"] == type_name, (program, error)
+        assert fragment in error["message"], (program, error["message"])
+    SAMPLE_FRAMES["done value_not_serializable"] = error_of("return {'rows': [1, {2}]}")
+    nested = "x = 1\nfor _ in range({}):\n    x = [x]\nreturn x"
+    value = value_of(nested.format(63))  # 63 lists, 64 levels with the done object: the most a frame carries
+    for _ in range(63):
+        value = value[0]
+    assert value == 1
+    assert "nested deeper than 63" in error_of(nested.format(64))["message"]
+    assert error_of("import sys\nsys.stdout = None\nreturn {1}")["kind"] == "value_not_serializable"
+
+
+def test_exit_code_is_zero_whatever_the_program_did():
+    for program in ("return 1", "1 / 0", "return {1}", "x = ("):
+        assert run(program)[4] == 0
+
+
+def test_large_program_runs():
+    program = "".join(f"v{i} = {i}\n" for i in range(100_000)) + "return v99999"
+    assert value_of(program) == 99999
+
+
+# ---- startup cost (printed, and the forbidden modules asserted absent) ------------------------
+
+def imported_modules(program=None):
+    """Runs with -X importtime; returns [(module, self us, cumulative us)]."""
+    if program is None:
+        result = subprocess.run([PYTHON, "-I", "-S", "-X", "importtime", "-c", "pass"], capture_output=True,
+                                text=True, env=ENVIRONMENT)
+        stderr = result.stderr
+    else:
+        child = Child(extra_flags=("-X", "importtime"))
+        child.read_frame()
+        child.send({"type": "run", "program": program})
+        assert child.read_frame() == {"type": "done", "ok": True, "value": 1}
+        stderr = child.finish()[2].decode()
+    rows = []
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "imported package" not in line:
+            self_us, cumulative_us, name = line[len("import time:"):].split("|")
+            rows.append((name.strip(), int(self_us), int(cumulative_us)))
+    return rows
+
+
+def wall_times_ms(args, queued=b"", repeats=25):
+    """Spawn-to-exit times of `<python> -I -S <args>` with fd 3 set up identically for both
+    runs and the host's frame already queued, so only the interpreter's own work differs."""
+    samples = []
+    for _ in range(repeats):
+        host, child = socket.socketpair()
+        host.sendall(queued)
+        child_fd = child.fileno()
+        started = time.perf_counter()
+        subprocess.run([PYTHON, "-I", "-S", *args], cwd=tempfile.gettempdir(), env=ENVIRONMENT,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(3,),
+                       preexec_fn=lambda: os.dup2(child_fd, 3), check=True)
+        samples.append((time.perf_counter() - started) * 1000)
+        host.close()
+        child.close()
+    return min(samples), statistics.median(samples)
+
+
+def test_top_level_await_without_imports_skips_asyncio():
+    for program, expected in (("async def g():\n    return 3\nreturn await g()", 3),
+                              ("import math\nasync def g():\n    return 3\nreturn await g()", 3)):
+        child = Child(extra_flags=("-X", "importtime"))
+        child.read_frame()
+        child.send({"type": "run", "program": program})
+        done = child.read_frame()
+        stderr = child.finish()[2].decode()
+        imported = {line.split("|")[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+        assert done == {"type": "done", "ok": True, "value": expected}, done
+        assert ("asyncio" in imported) == ("import" in program), (program, "asyncio" in imported)
+
+
+def fastest_imports(program=None, runs=7):
+    """Per-module import time, best of several runs: this measures the work, not the noise."""
+    best = {}
+    for _ in range(runs):
+        for name, self_us, cumulative_us in imported_modules(program):
+            previous = best.get(name, (self_us, cumulative_us))
+            best[name] = (min(previous[0], self_us), min(previous[1], cumulative_us))
+    return [(name, self_us, cumulative_us) for name, (self_us, cumulative_us) in best.items()]
+
+
+def test_startup_cost_of_return_1():
+    bare = fastest_imports()
+    boot = fastest_imports(program="return 1")
+    bare_names = {name for name, *_ in bare}
+    boot_names = {name for name, *_ in boot}
+    added = [row for row in boot if row[0] not in bare_names]
+    print(f"    bare `{PYTHON} -I -S -c pass` imports: {sorted(bare_names)}")
+    print(f"    bare import time (sum of self times, best of 7): {sum(r[1] for r in bare)} us")
+    print("    bootstrap for `return 1` adds: " + ", ".join(f"{n} ({s} us)" for n, s, *_ in added))
+    print(f"    bootstrap import time (same measure): {sum(r[1] for r in boot)} us "
+          f"(+{sum(r[1] for r in added)} us over bare)")
+    SAMPLE_FRAMES["imports added by the bootstrap"] = [name for name, *_ in added]
+
+    run_frame = json.dumps({"type": "run", "program": "return 1"}).encode() + b"\n"
+    bootstrap_args = ["-c", BOOTSTRAP, TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir()]
+    bare_min, bare_median = wall_times_ms(["-c", "pass"])
+    boot_min, boot_median = wall_times_ms(bootstrap_args, run_frame)
+    print(f"    spawn to exit, min/median of 25: bare {bare_min:.1f}/{bare_median:.1f} ms; "
+          f"bootstrap running `return 1` {boot_min:.1f}/{boot_median:.1f} ms")
+    compile_ms = subprocess.run(
+        [PYTHON, "-I", "-S", "-c", "import sys, time\nsource = sys.argv[1]\nbest = 1e9\nfor _ in range(20):\n"
+         "    started = time.perf_counter(); compile(source, '<string>', 'exec')\n"
+         "    best = min(best, time.perf_counter() - started)\nprint(round(best * 1000, 2))", BOOTSTRAP],
+        capture_output=True, text=True).stdout.strip()
+    print(f"    of which compiling the {len(BOOTSTRAP)}-byte bootstrap source (-c, no .pyc): {compile_ms} ms (best of 20)")
+    assert not (boot_names & FORBIDDEN_AT_STARTUP), boot_names & FORBIDDEN_AT_STARTUP
+    probing = Child(ipv4_port=free_port(socket.AF_INET, "127.0.0.1"), extra_flags=("-X", "importtime"))
+    probing.read_frame()
+    probing.send({"type": "abort", "reason": "test"})
+    stderr = probing.finish()[2].decode()
+    probed = {line.split("|")[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+    assert "_socket" in probed and not (probed & FORBIDDEN_AT_STARTUP), probed & FORBIDDEN_AT_STARTUP
+
+
+def main():
+    reserve_fd_3()
+    print(f"bootstrap: {BOOTSTRAP_PATH}\ninterpreter: {PYTHON}")
+    tests = [(name, test) for name, test in globals().items() if name.startswith("test_") and callable(test)]
+    passed = failed = skipped = 0
+    for name, test in tests:
+        started = time.monotonic()
+        try:
+            test()
+        except Skipped as reason:
+            skipped += 1
+            print(f"skip {name}: {reason}")
+        except Exception:
+            failed += 1
+            print(f"FAIL {name}\n{traceback.format_exc()}")
+        else:
+            passed += 1
+            print(f"ok   {name} ({time.monotonic() - started:.2f} s)")
+    if os.environ.get("BOOTSTRAP_SHOW_FRAMES"):
+        for label, frame in SAMPLE_FRAMES.items():
+            print(f"{label}: {json.dumps(frame, ensure_ascii=False) if not isinstance(frame, str) else frame}")
+    if skipped:
+        print(f"({skipped} skipped, counted neither as passed nor as failed)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
