@@ -1,0 +1,59 @@
+#include "channel.hpp"
+
+#include <cerrno>
+
+#include <unistd.h>
+
+namespace psych::launcher {
+
+control_channel::control_channel(int fd)
+    : fd_(fd), reader_(protocol::stream_bounds{.max_frame_bytes = control_frame_bytes}) {}
+
+setup_result<std::optional<std::string>> control_channel::read_line() {
+  while (lines_.empty()) {
+    if (closed_) return std::optional<std::string>{};
+    PSYCH_TRY(receive());
+  }
+  return next_line();
+}
+
+setup_result<bool> control_channel::receive() {
+  if (closed_) return false;
+  char buffer[64 * 1024];
+  ssize_t got;
+  do {
+    got = ::read(fd_, buffer, sizeof buffer);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) return fail(system_failure("control", "read", errno, "control fd"));
+  const auto on_line = [this](std::string_view line) { lines_.emplace_back(line); };
+  if (got == 0) {
+    closed_ = true;
+    // A half-written last frame is an error, not a frame.
+    if (auto done = reader_.finish(); !done) return fail(from_error("protocol", done.error()));
+    return false;
+  }
+  if (auto fed = reader_.feed(std::string_view(buffer, static_cast<std::size_t>(got)), on_line); !fed)
+    return fail(from_error("protocol", fed.error()));
+  return true;
+}
+
+std::optional<std::string> control_channel::next_line() {
+  if (lines_.empty()) return std::nullopt;
+  std::string line = std::move(lines_.front());
+  lines_.pop_front();
+  return line;
+}
+
+setup_result<void> control_channel::write_bytes(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t put = ::write(fd_, bytes.data(), bytes.size());
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return fail(system_failure("control", "write", errno, "control fd"));
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(put));
+  }
+  return success();
+}
+
+}  // namespace psych::launcher

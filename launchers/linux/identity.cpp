@@ -1,0 +1,100 @@
+#include "identity.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <limits>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "proc.hpp"
+
+namespace psych::launcher {
+
+setup_result<identity_plan> plan_identity(const std::optional<protocol::identity>& run_as,
+                                          bool allow_same_uid) {
+  const uid_t worker = ::getuid();
+  if (!run_as) {
+    if (!allow_same_uid)
+      return fail(refusal("identity", fmt::format("run_as is null, so the child would keep the worker's "
+                                                  "uid {}; refused unless allow_same_uid",
+                                                  worker)));
+    return identity_plan{.uid = worker, .gid = ::getgid(), .drop = false};
+  }
+  // (uid_t)-1 means "unchanged" to setresuid, so it can never be a target.
+  constexpr std::int64_t id_max = std::numeric_limits<uid_t>::max() - 1;
+  if (run_as->uid < 0 || run_as->uid > id_max || run_as->gid < 0 || run_as->gid > id_max)
+    return fail(refusal("identity", fmt::format("run_as {}:{} is not a valid uid:gid", run_as->uid,
+                                                run_as->gid)));
+  const auto uid = static_cast<uid_t>(run_as->uid);
+  const auto gid = static_cast<gid_t>(run_as->gid);
+  // uid 0 keeps every capability and gid 0 keeps root's group files: neither is a drop.
+  if ((uid == worker || uid == 0 || gid == 0) && !allow_same_uid)
+    return fail(refusal("identity", fmt::format("run_as {}:{} is the worker's uid or root's; refused "
+                                                "unless allow_same_uid",
+                                                uid, gid)));
+  return identity_plan{.uid = uid, .gid = gid, .drop = true};
+}
+
+setup_result<std::int64_t> count_tasks_of(uid_t uid) {
+  PSYCH_TRY(auto pids, list_processes());
+  std::int64_t tasks = 0;
+  char buffer[4096];
+  for (const pid_t pid : pids) {
+    const auto status = read_proc_file(pid, "status", buffer, sizeof buffer);
+    if (!status) continue;  // it ended while we looked
+    // "Uid:\t<real>\t<effective>..." and "Threads:\t<n>"; RLIMIT_NPROC counts by real uid.
+    const auto field = [&](std::string_view key) -> std::int64_t {
+      const auto at = status->find(key);
+      if (at == std::string_view::npos) return -1;
+      std::string_view value = status->substr(at + key.size());
+      while (!value.empty() && (value.front() == '\t' || value.front() == ' ')) value.remove_prefix(1);
+      std::int64_t number = -1;
+      std::from_chars(value.data(), value.data() + value.size(), number);
+      return number;
+    };
+    if (field("\nUid:") != static_cast<std::int64_t>(uid)) continue;
+    if (const auto threads = field("\nThreads:"); threads > 0) tasks += threads;
+  }
+  return tasks;
+}
+
+setup_result<void> hand_over(const std::string& directory, const identity_plan& plan) {
+  if (!plan.drop) return success();
+  // O_NOFOLLOW: the host made these directories; a symlink in their place is not ours to chown.
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return fail(system_failure("workspace", "open", errno, directory));
+  const int rc = ::fchown(fd, plan.uid, plan.gid);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0)
+    return fail(system_failure("workspace", "fchown", saved,
+                               fmt::format("{}, {}, {}", directory, plan.uid, plan.gid)));
+  return success();
+}
+
+setup_result<void> become(const identity_plan& plan) {
+  if (!plan.drop) return success();
+  // Groups first: setgroups needs the privilege the uid change gives up.
+  if (::setgroups(0, nullptr) != 0) return fail(system_failure("identity", "setgroups", errno, "0, NULL"));
+  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0)
+    return fail(system_failure("identity", "setresgid", errno, fmt::format("{0}, {0}, {0}", plan.gid)));
+  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0)
+    return fail(system_failure("identity", "setresuid", errno, fmt::format("{0}, {0}, {0}", plan.uid)));
+  uid_t ruid, euid, suid;
+  gid_t rgid, egid, sgid;
+  if (::getresuid(&ruid, &euid, &suid) != 0) return fail(system_failure("identity", "getresuid", errno));
+  if (::getresgid(&rgid, &egid, &sgid) != 0) return fail(system_failure("identity", "getresgid", errno));
+  const int groups = ::getgroups(0, nullptr);
+  if (ruid != plan.uid || euid != plan.uid || suid != plan.uid || rgid != plan.gid ||
+      egid != plan.gid || sgid != plan.gid || groups != 0)
+    return fail(refusal("identity", fmt::format("the identity drop did not stick: uid {}/{}/{} gid "
+                                                "{}/{}/{} groups {}",
+                                                ruid, euid, suid, rgid, egid, sgid, groups)));
+  return success();
+}
+
+}  // namespace psych::launcher

@@ -1,0 +1,104 @@
+#include "seccomp.hpp"
+
+#include <cerrno>
+#include <initializer_list>
+
+#include <linux/sched.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <seccomp.h>
+
+namespace psych::launcher {
+
+void seccomp_filter::context_deleter::operator()(void* context) const noexcept {
+  seccomp_release(static_cast<scmp_filter_ctx>(context));
+}
+
+namespace {
+
+// Denied with EPERM: each one either reaches another process (ptrace, process_vm_*), builds or
+// enters a kernel boundary the sandbox does not own (unshare, setns, mount and the new mount
+// API, pivot_root, chroot), or opens kernel attack surface no sandboxed program needs (keyrings,
+// bpf, perf, userfaultfd, kexec, modules, io_uring, open_by_handle_at).
+constexpr const char* denied_calls[] = {
+    "ptrace",         "process_vm_readv", "process_vm_writev", "unshare",       "setns",
+    "mount",          "umount2",          "pivot_root",        "chroot",        "fsopen",
+    "fsconfig",       "fsmount",          "fspick",            "move_mount",    "open_tree",
+    "mount_setattr",  "keyctl",           "add_key",           "request_key",   "bpf",
+    "perf_event_open", "userfaultfd",     "kexec_load",        "kexec_file_load", "init_module",
+    "finit_module",   "delete_module",    "io_uring_setup",    "io_uring_enter", "io_uring_register",
+    "open_by_handle_at",
+};
+
+// clone() can create the same namespaces unshare() can; one rule per flag, since a filter
+// cannot say "any of these bits".
+constexpr unsigned long long namespace_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+                                                  CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
+                                                  CLONE_NEWNET};
+
+// libseccomp's SCMP_A0() macros are C compound literals; this is the same comparison in C++.
+constexpr scmp_arg_cmp arg(unsigned index, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  return scmp_arg_cmp{.arg = index, .op = op, .datum_a = a, .datum_b = b};
+}
+
+setup_result<void> add_rule(scmp_filter_ctx context, std::uint32_t action, const char* call,
+                            std::initializer_list<scmp_arg_cmp> args = {}) {
+  const int number = seccomp_syscall_resolve_name(call);
+  if (number == __NR_SCMP_ERROR) return success();  // this architecture has no such call: nothing to deny
+  const int rc = seccomp_rule_add_array(context, action, number, static_cast<unsigned>(args.size()),
+                                        args.size() == 0 ? nullptr : std::data(args));
+  if (rc != 0) return fail(system_failure("seccomp", "seccomp_rule_add", -rc, call));
+  return success();
+}
+
+}  // namespace
+
+setup_result<seccomp_filter> build_filter(network_access network) {
+  scmp_filter_ctx raw = seccomp_init(SCMP_ACT_ALLOW);
+  if (raw == nullptr) return fail(system_failure("seccomp", "seccomp_init", ENOMEM, "SCMP_ACT_ALLOW"));
+  seccomp_filter filter{raw};
+
+  // Only the native architecture is in the filter. A call through another ABI (i386 via
+  // int 0x80, or x32 numbers >= 0x40000000, which libseccomp checks on x86_64) has its own
+  // syscall table where none of the rules below would match, so it kills the process.
+  if (const int rc = seccomp_attr_set(raw, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
+    return fail(system_failure("seccomp", "seccomp_attr_set", -rc, "SCMP_FLTATR_ACT_BADARCH"));
+
+  for (const char* call : denied_calls) {
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EPERM), call));
+  }
+  for (const auto flag : namespace_flags) {
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EPERM), "clone", {arg(0, SCMP_CMP_MASKED_EQ, flag, flag)}));
+  }
+
+  // clone3 passes its flags in memory a filter cannot read, so it is refused as absent: libc
+  // then falls back to clone(), where the rules above apply.
+  PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
+
+  // The kernel reads ioctl's request as 32 bits; compare only those, or a request with junk in
+  // the upper half would slip past an equality test and still reach the terminal.
+  for (const unsigned long long request : {TIOCSTI, TIOCLINUX}) {
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EPERM), "ioctl",
+                       {arg(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFFULL, request)}));
+  }
+
+  // Without a network grant only local sockets are allowed. EACCES rather than EPERM so the
+  // child's probe reads it as "denied by policy". A domain with junk in its upper half does not
+  // equal AF_UNIX and is refused too, which errs on the safe side.
+  if (network == network_access::none) {
+    for (const char* call : {"socket", "socketpair"}) {
+      PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), call, {arg(0, SCMP_CMP_NE, AF_UNIX)}));
+    }
+  }
+  return filter;
+}
+
+setup_result<void> install_filter(const seccomp_filter& filter) {
+  if (const int rc = seccomp_load(static_cast<scmp_filter_ctx>(filter.context())); rc != 0)
+    return fail(system_failure("seccomp", "seccomp_load", -rc));
+  return success();
+}
+
+}  // namespace psych::launcher

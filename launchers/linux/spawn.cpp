@@ -1,0 +1,132 @@
+#include "spawn.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fds.hpp"
+#include "signals.hpp"
+
+namespace psych::launcher {
+
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view bootstrap) {
+  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(bootstrap), launch.token,
+                        launch.canary, std::to_string(launch.probe.ipv4_port),
+                        std::to_string(launch.probe.ipv6_port), launch.workspace});
+}
+
+namespace {
+
+/// What crosses the exec-status pipe when a step fails: fixed-size, so one write() is atomic
+/// (it is far below PIPE_BUF) and the launcher reads it without any framing.
+struct status_record {
+  int error_number = 0;
+  char stage[32] = {};
+  char syscall[32] = {};
+  char message[440] = {};
+};
+static_assert(sizeof(status_record) < PIPE_BUF);
+
+template <std::size_t N>
+void copy_text(char (&to)[N], std::string_view from) {
+  const auto n = std::min(from.size(), N - 1);
+  std::memcpy(to, from.data(), n);
+  to[n] = '\0';
+}
+
+// Runs in the child between fork and exec. The launcher is single-threaded, so the child may
+// allocate; only the failure paths do (to format their message).
+setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
+  PSYCH_TRY(restore_default_signals());
+  // Its own session and process group: no controlling terminal, and one group the host can
+  // signal as a whole.
+  if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
+  PSYCH_TRY(arrange_child_fds());
+  PSYCH_TRY(apply_rlimits(plan.rlimits));
+  PSYCH_TRY(become(plan.identity));
+  // After the identity drop, because changing the euid clears the parent-death signal.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+    return fail(system_failure("session", "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
+  // The launcher may have died before the line above: then nobody would ever kill this child.
+  if (::getppid() != launcher) return fail(refusal("session", "the launcher ended during setup"));
+  // After the drop, so entering the workspace is checked as the child's own uid.
+  if (::chdir(plan.workspace.c_str()) != 0)
+    return fail(system_failure("workspace", "chdir", errno, plan.workspace));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
+  PSYCH_TRY(install_filter(*plan.filter));
+  ::execve(plan.interpreter.c_str(), plan.argv.data(), plan.environment.data());
+  return fail(system_failure("exec", "execve", errno, plan.interpreter));
+}
+
+[[noreturn]] void run_child(const child_plan& plan, pid_t launcher, int status_fd) {
+  const auto failed = set_up_child(plan, launcher);
+  status_record record;
+  record.error_number = static_cast<int>(failed.error().error_number);
+  copy_text(record.stage, failed.error().stage);
+  copy_text(record.syscall, failed.error().syscall);
+  copy_text(record.message, failed.error().message);
+  [[maybe_unused]] const auto ignored = ::write(status_fd, &record, sizeof record);
+  ::_exit(127);
+}
+
+/// Reads the exec-status pipe to EOF. nullopt: the exec happened.
+setup_result<std::optional<status_record>> read_status(int fd) {
+  status_record record;
+  std::size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(&record);
+  for (;;) {
+    const ssize_t n = ::read(fd, bytes + got, sizeof record - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
+    if (n == 0 || (got += static_cast<std::size_t>(n)) == sizeof record) break;
+  }
+  if (got == 0) return std::optional<status_record>{};
+  if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
+  return std::optional<status_record>{record};
+}
+
+}  // namespace
+
+setup_result<spawned> spawn(const child_plan& plan) {
+  int status[2];
+  if (::pipe2(status, O_CLOEXEC) != 0) return fail(system_failure("exec", "pipe2", errno, "O_CLOEXEC"));
+  const pid_t launcher = ::getpid();
+  const auto at = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int saved = errno;
+    ::close(status[0]);
+    ::close(status[1]);
+    return fail(system_failure("exec", "fork", saved));
+  }
+  if (pid == 0) {
+    ::close(status[0]);
+    run_child(plan, launcher, status[1]);
+  }
+  ::close(status[1]);
+  auto detached = detach_launcher_fds();
+  auto report = read_status(status[0]);
+  ::close(status[0]);
+  if (detached && report && !report.value()) return spawned{pid, at};
+
+  // Something failed: nothing of the program ran. Make sure the child is gone and reaped.
+  ::kill(pid, SIGKILL);
+  int ignored = 0;
+  while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+  }
+  if (!detached) return fail(detached.error());
+  if (!report) return fail(report.error());
+  const status_record& record = *report.value();
+  return fail(setup_error{record.stage, record.syscall, record.error_number, record.message});
+}
+
+}  // namespace psych::launcher

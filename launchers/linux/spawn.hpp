@@ -1,0 +1,48 @@
+#pragma once
+// fork, set the child up, exec the interpreter with the bootstrap. The
+// launcher learns whether the exec happened from a pipe whose write end is
+// O_CLOEXEC: EOF with nothing written means the exec succeeded; a record
+// means a named step failed, and nothing of the program ever ran.
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <sys/types.h>
+
+#include "environment.hpp"
+#include "failure.hpp"
+#include "identity.hpp"
+#include "psych/protocol/frames.hpp"
+#include "rlimits.hpp"
+#include "seccomp.hpp"
+
+namespace psych::launcher {
+
+/// Everything the child needs, prepared before the fork so the child only makes system calls.
+struct child_plan {
+  std::string interpreter;
+  string_vector argv;
+  string_vector environment;
+  std::string workspace;
+  rlimit_plan rlimits;
+  identity_plan identity;
+  const seccomp_filter* filter = nullptr;
+};
+
+/// `<interpreter> -I -S -c <bootstrap> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
+/// isolated mode (no user site, no PYTHON* variables, no script directory on sys.path) and no
+/// `site`, so nothing outside the interpreter's own library runs before the bootstrap.
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view bootstrap);
+
+struct spawned {
+  pid_t pid = 0;
+  std::chrono::steady_clock::time_point at{};  ///< the fork: the wall clock starts here
+};
+
+/// Forks and sets the child up: setsid, the channel on fd 3 and nothing else past exec,
+/// rlimits, the identity drop, PR_SET_PDEATHSIG, chdir to the workspace, NoNewPrivs, seccomp
+/// (last), exec. In the launcher: detaches its own fds, then returns once the exec succeeded.
+/// A failure is the child's own setup error, after the child has been reaped.
+setup_result<spawned> spawn(const child_plan& plan);
+
+}  // namespace psych::launcher

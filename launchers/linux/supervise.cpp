@@ -1,0 +1,115 @@
+#include "supervise.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>  // sigabbrev_np
+#include <variant>
+
+#include <poll.h>
+#include <sys/wait.h>
+
+#include "signals.hpp"
+#include "tree.hpp"
+
+namespace psych::launcher {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double seconds(const timeval& value) {
+  return static_cast<double>(value.tv_sec) + static_cast<double>(value.tv_usec) / 1e6;
+}
+
+std::string signal_name(int signal) {
+  const char* abbreviation = ::sigabbrev_np(signal);
+  return abbreviation ? std::string("SIG") + abbreviation : "SIG" + std::to_string(signal);
+}
+
+/// Why the launcher ended the execution itself, if it did.
+struct verdict {
+  bool ended = false;
+  bool cancelled = false;
+  bool host_gone = false;
+  std::string limit_hit;
+};
+
+/// Acts on the next whole frame the host sent, if any. Only `cancel` is meaningful here;
+/// anything else on control is the host breaking the contract, and a host that does that cannot
+/// be trusted to cancel later, so the execution ends as if cancelled.
+void handle_next_frame(control_channel& control, verdict& why) {
+  const auto line = control.next_line();
+  if (!line) return;
+  const auto frame = protocol::decode_frame<protocol::launch_frame, protocol::cancel_frame>(*line);
+  const auto* cancel = frame ? std::get_if<protocol::cancel_frame>(&frame.value()) : nullptr;
+  const bool timeout = cancel != nullptr && cancel->reason == "timeout";
+  why = verdict{.ended = true, .cancelled = true, .limit_hit = timeout ? "wall_seconds" : ""};
+}
+
+/// One read from control, then its lines. EOF means the host is gone.
+void read_control(control_channel& control, verdict& why) {
+  auto more = control.receive();
+  if (more && !more.value()) {
+    why = verdict{.ended = true, .cancelled = true, .host_gone = true};
+    return;
+  }
+  handle_next_frame(control, why);
+  if (!more && !why.ended) why = verdict{.ended = true, .cancelled = true};  // an unbounded or broken stream
+}
+
+}  // namespace
+
+supervision supervise(control_channel& control, const watch& what) {
+  const auto deadline =
+      what.started + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(what.wall_seconds));
+  child_exit ended;
+  verdict why;
+  handle_next_frame(control, why);  // a cancel may have arrived in the same read as the launch
+  while (!ended.reaped && !why.ended) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
+    if (left <= 0) {
+      why = verdict{.ended = true, .limit_hit = "wall_seconds"};
+      break;
+    }
+    pollfd watched[2] = {{control.fd(), POLLIN, 0}, {what.signal_fd, POLLIN, 0}};
+    const int ready = ::poll(watched, 2, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      why = verdict{.ended = true, .cancelled = true};  // cannot watch any more: do not leave it running
+      break;
+    }
+    if (watched[1].revents != 0) {
+      if (drain_signal_fd(what.signal_fd).termination) why = verdict{.ended = true, .cancelled = true};
+      reap_ended(what.interpreter, ended);
+    }
+    if (watched[0].revents != 0 && !why.ended) read_control(control, why);
+  }
+
+  const sweep_result sweep = kill_tree(what.interpreter, ended, what.signal_fd);
+
+  protocol::exit_frame exit;
+  exit.cancelled = why.cancelled;
+  exit.limit_hit = why.limit_hit;
+  exit.killed = sweep.killed;
+  exit.survivors = sweep.survivors;
+  if (ended.reaped) {
+    if (WIFEXITED(ended.status)) exit.exit_code = WEXITSTATUS(ended.status);
+    if (WIFSIGNALED(ended.status)) exit.signal = signal_name(WTERMSIG(ended.status));
+    exit.user_seconds = seconds(ended.usage.ru_utime);
+    exit.system_seconds = seconds(ended.usage.ru_stime);
+    exit.max_rss_bytes = static_cast<std::int64_t>(ended.usage.ru_maxrss) * 1024;  // KiB on Linux
+    exit.wall_seconds = std::chrono::duration<double>(ended.at - what.started).count();
+    // RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one for a child that caught it.
+    if (!why.ended && WIFSIGNALED(ended.status)) {
+      const int signal = WTERMSIG(ended.status);
+      if (signal == SIGXCPU ||
+          (signal == SIGKILL && exit.user_seconds + exit.system_seconds >= what.cpu_seconds))
+        exit.limit_hit = "cpu_seconds";
+    }
+  } else {
+    exit.wall_seconds = std::chrono::duration<double>(clock::now() - what.started).count();
+  }
+  return supervision{std::move(exit), why.host_gone};
+}
+
+}  // namespace psych::launcher

@@ -1,0 +1,32 @@
+#pragma once
+// The wait loop: from the exec until the tree is gone. The launcher watches
+// three things at once with one poll(): the child's exit (SIGCHLD through
+// the signalfd), the host (a `cancel` or EOF on control) and the wall clock,
+// which it enforces itself because it is the one limit that always applies.
+#include <chrono>
+
+#include <sys/types.h>
+
+#include "channel.hpp"
+#include "psych/protocol/frames.hpp"
+
+namespace psych::launcher {
+
+struct watch {
+  pid_t interpreter = 0;
+  std::chrono::steady_clock::time_point started{};  ///< the fork
+  double wall_seconds = 0;
+  double cpu_seconds = 0;  ///< as requested, to recognise a SIGKILL at the hard RLIMIT_CPU
+  int signal_fd = -1;
+};
+
+struct supervision {
+  protocol::exit_frame exit;
+  bool host_gone = false;  ///< control reached EOF: there is nobody to send `exit` to
+};
+
+/// Waits for the interpreter to end (or ends it: wall clock, cancel, host gone, a termination
+/// signal), then kills and reaps every remaining descendant and describes it all as `exit`.
+supervision supervise(control_channel& control, const watch& what);
+
+}  // namespace psych::launcher

@@ -1,0 +1,60 @@
+#include "validate.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "psych/limits.hpp"
+
+namespace psych::launcher {
+
+namespace {
+
+// Ceilings past which a limit cannot be a real request and would overflow the rlimit or
+// timer arithmetic: a century of CPU or wall clock, 2^62 bytes, the kernel's pid_max.
+constexpr double max_seconds = 100.0 * 365 * 24 * 3600;
+constexpr std::uint64_t max_bytes = std::uint64_t{1} << 62;
+constexpr std::uint64_t max_processes = std::uint64_t{1} << 22;
+
+bool absolute_path(const std::string& path) {
+  return !path.empty() && path.front() == '/' && path.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+setup_result<void> validate_launch(const protocol::launch_frame& launch) {
+  if (launch.version != protocol::contract_version)
+    return fail(refusal("launch", fmt::format("contract version {} is not the launcher's {}", launch.version,
+                                              protocol::contract_version)));
+  if (launch.isolation != isolation_level::process)
+    return fail(refusal("isolation", fmt::format("isolation={} was asked; this launcher reaches "
+                                                 "isolation=process only",
+                                                 name_of(launch.isolation))));
+  // The token travels as an argument; hex keeps it free of NULs and shell surprises.
+  if (launch.token.empty() || launch.token.size() > 128 ||
+      !std::all_of(launch.token.begin(), launch.token.end(), [](unsigned char c) { return std::isxdigit(c); }))
+    return fail(refusal("launch", "token must be 1 to 128 hex digits"));
+
+  if (auto valid = validate_limits(launch.limits); !valid) return fail(from_error("limits", valid.error()));
+  const auto& limits = launch.limits;
+  if (limits.cpu_seconds.value > max_seconds || limits.wall_seconds.value > max_seconds)
+    return fail(refusal("limits", "cpu_seconds and wall_seconds must be under a century"));
+  if (limits.address_space_bytes.value > max_bytes || limits.file_size_bytes.value > max_bytes)
+    return fail(refusal("limits", "address_space_bytes and file_size_bytes must be under 2^62"));
+  if (limits.process_count.value > max_processes)
+    return fail(refusal("limits", fmt::format("process_count must be at most {}", max_processes)));
+  if (launch.open_files <= 0 || launch.open_files > (std::int64_t{1} << 30))
+    return fail(refusal("limits", "open_files must be a positive count"));
+
+  for (const auto& [name, path] : {std::pair{"interpreter", &launch.interpreter},
+                                   std::pair{"workspace", &launch.workspace},
+                                   std::pair{"tmp_dir", &launch.tmp_dir}, std::pair{"canary", &launch.canary}})
+    if (!absolute_path(*path))
+      return fail(refusal("launch", fmt::format("{} must be an absolute path, not {:?}", name, *path)));
+  for (const auto port : {launch.probe.ipv4_port, launch.probe.ipv6_port})
+    if (port < 0 || port > 65535) return fail(refusal("launch", fmt::format("probe port {} is not a port", port)));
+  return success();
+}
+
+}  // namespace psych::launcher

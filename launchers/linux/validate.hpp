@@ -1,0 +1,13 @@
+#pragma once
+// The launch frame as input: checked in full before anything is created, so a
+// bad request costs nothing and ends with one `error` frame (exit code 2).
+#include "failure.hpp"
+#include "psych/protocol/frames.hpp"
+
+namespace psych::launcher {
+
+/// Contract version, isolation level this launcher reaches, token, limits, paths and ports.
+/// Identity and environment are checked where they are built (identity.hpp, environment.hpp).
+setup_result<void> validate_launch(const protocol::launch_frame& launch);
+
+}  // namespace psych::launcher
