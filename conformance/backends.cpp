@@ -14,9 +14,7 @@ const std::string& temp_root() {
   static const std::string root = [] {
     std::string pattern = std::filesystem::temp_directory_path().string() + "/psych-conformance-XXXXXX";
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    ::chmod(pattern.c_str(), 0711);
-    // Removed at exit; every execution must have emptied it before then.
-    std::atexit([] { std::filesystem::remove_all(temp_root()); });
+    ::chmod(pattern.c_str(), 0711);  // removed by main() after the run
     return pattern;
   }();
   return root;

@@ -1,2 +1,15 @@
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "backends.hpp"
+
+int main(int argc, char** argv) {
+  doctest::Context context(argc, argv);
+  const int status = context.run();
+  // Every execution emptied it (checked after each case); the root itself is ours to remove.
+  std::error_code ec;
+  std::filesystem::remove_all(conformance::temp_root(), ec);
+  return status;
+}

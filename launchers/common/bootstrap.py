@@ -29,6 +29,8 @@ PROBE_TIMEOUT_SECONDS = 0.2
 PYCF_ONLY_AST, PYCF_ALLOW_TOP_LEVEL_AWAIT, CO_COROUTINE = 0x400, 0x2000, 0x80
 RESULT_NAME = "__psych_result__"  # (value,) once the program returned or ended on an expression
 DEFAULT_FILENAME = "<program>"
+# Untouched pages (calloc'd): free to hold, released when a failure needs room to be described.
+MEMORY_RESERVE = [bytearray(2 << 20)]
 BOOTSTRAP_GLOBALS = globals()  # tells our frames from the program's, even if both say "<string>"
 BOOTSTRAP_MODULE = sys.modules["__main__"]  # kept alive once the program takes over __main__
 PROBE_OUTCOMES = {0: "connected", errno.ECONNREFUSED: "refused", errno.ENETUNREACH: "unreachable",
@@ -394,6 +396,7 @@ def describe_exception(error, filename, source):
     import traceback
     # Registered only now: a traceback needs the program's lines, a success never does.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    traceback.clear_frames(error.__traceback__)  # frame locals: the rest of a MemoryError's memory
 
     def in_program(tb):
         return tb.tb_frame.f_code.co_filename == filename and tb.tb_frame.f_globals is not BOOTSTRAP_GLOBALS
@@ -509,6 +512,10 @@ def execute(source, filename):
         if not (exit_code is None or isinstance(exit_code, int) and exit_code == 0):
             return describe_exception(exit_request, filename, source)
     except BaseException as error:
+        # A program that ran out of memory still holds it all: let its data and our reserve go,
+        # or importing traceback to describe the MemoryError fails the same way.
+        namespace.clear()
+        MEMORY_RESERVE.clear()
         return describe_exception(error, filename, source)
     result = namespace.pop(RESULT_NAME, ())
     return value_frame(result[0] if type(result) is tuple and len(result) == 1 else None)

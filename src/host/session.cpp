@@ -160,7 +160,7 @@ class session {
   protocol::launch_frame launch_frame() const {
     protocol::launch_frame frame;
     frame.token = token_;
-    frame.isolation = plan_.terms.isolation;
+    frame.isolation = plan_.attempt;
     frame.limits = plan_.terms.limits;
     frame.network = plan_.terms.network;
     frame.environment = environment_;
@@ -271,7 +271,6 @@ class session {
       co_await send(channel_, abort);
       co_return false;
     }
-    run_sent_at_ = clock::now();
     outcome_.program_started = true;
     const protocol::run_frame run{.program = plan_.program, .filename = plan_.filename};
     co_await send(channel_, run);
@@ -398,8 +397,8 @@ class session {
       launcher_problem_ = fmt::format("the launcher exited with status {}", launcher_status_);
     if (!launcher_problem_.empty()) r.problems.push_back(launcher_problem_);
     r.cancelled = cancelled_;
-    r.duration_seconds =
-        std::chrono::duration<double>(clock::now() - (outcome_.program_started ? run_sent_at_ : started_at_)).count();
+    // The whole execution, interpreter start included: the span the wall clock limits.
+    r.duration_seconds = std::chrono::duration<double>(clock::now() - started_at_).count();
 
     const auto& policy = plan_.terms.output;
     r.stdout_size = out_.produced();
@@ -468,7 +467,7 @@ class session {
 
   launcher_process launcher_;
   std::string token_;
-  clock::time_point started_at_, run_sent_at_;
+  clock::time_point started_at_;
   session_outcome outcome_;
   std::optional<containment_grade> grade_;
   std::optional<protocol::done_frame> done_;

@@ -18,6 +18,10 @@ struct session_plan {
   std::string launcher_path;
   std::string interpreter;
   execution_terms terms;
+  /// What the launcher is asked to build; the terms' level is what grading
+  /// demands of the result. The launcher always builds its best, and a
+  /// shortfall is an abort after the child's report, never a guess before it.
+  isolation_level attempt = isolation_level::process;
   std::string program;
   std::string filename = "<program>";
   std::optional<protocol::identity> run_as;  ///< nullopt: the child keeps the worker's uid

@@ -95,23 +95,26 @@ TEST_CASE("frames: decode_frame names what is wrong with a frame") {
     CHECK(e.detail.find("hello, done") != std::string::npos);
   }
   SUBCASE("a member of the wrong kind, named by its path") {
-    const error e = expect_error(decode_any(R"({"type":"launch","limits":{"wall_seconds":"30"}})"),
+    const error e = expect_error(decode_any(R"({"type":"launch","version":1,"token":"ab","limits":{"wall_seconds":"30"}})"),
                                  error_kind::frame_wrong_kind);
     CHECK(e.detail.rfind("limits.wall_seconds: ", 0) == 0);
     expect_error(decode_any(R"({"type":"done","ok":"yes"})"), error_kind::frame_wrong_kind);
-    expect_error(decode_any(R"({"type":"hello","report":{"groups":{}}})"), error_kind::frame_wrong_kind);
+    expect_error(decode_any(R"({"type":"hello","token":"ab","report":{"groups":{}}})"), error_kind::frame_wrong_kind);
   }
   SUBCASE("an unknown enum spelling") {
-    const error e = expect_error(decode_any(R"({"type":"launch","isolation":"vm"})"),
+    const error e = expect_error(decode_any(R"({"type":"launch","version":1,"token":"ab","isolation":"vm"})"),
                                  error_kind::frame_bad_enum);
     CHECK(e.detail.rfind("isolation: ", 0) == 0);
-    expect_error(decode_any(R"({"type":"done","error":{"kind":"panic"}})"), error_kind::frame_bad_enum);
+    expect_error(decode_any(R"({"type":"done","ok":false,"error":{"kind":"panic"}})"), error_kind::frame_bad_enum);
   }
   SUBCASE("a number out of range") {
-    expect_error(decode_any(R"({"type":"started","pid":9223372036854775808})"),
+    expect_error(decode_any(R"({"type":"started","pid":9223372036854775808,"mechanisms":{}})"),
                  error_kind::frame_number_out_of_range);
   }
   SUBCASE("a missing required member") {
+    expect_error(decode_any(R"({"type":"launch","token":"ab"})"), error_kind::frame_missing_member);
+    expect_error(decode_any(R"({"type":"hello","report":{}})"), error_kind::frame_missing_member);
+    expect_error(decode_any(R"({"type":"done"})"), error_kind::frame_missing_member);
     expect_error(decode_frame<frames_test::strict_frame>(R"({"type":"strict"})"),
                  error_kind::frame_missing_member);
     CHECK(decode_frame<frames_test::strict_frame>(R"({"type":"strict","token":""})"));
