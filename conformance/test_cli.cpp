@@ -51,7 +51,6 @@ class program_file {
 };
 
 const std::string psych_cli = PSYCH_CLI_PATH;
-const std::string run_as_suite = " ";  // the CLI uses its own defaults
 
 }  // namespace
 
@@ -87,6 +86,13 @@ TEST_CASE("psych run: exit statuses and readable output") {
     const auto r = shell(psych_cli + " run --isolation isolated " + p.path());
     CHECK(r.status == 3);
     CHECK(r.output.find("isolation_unreachable") != std::string::npos);
+  }
+  SUBCASE("^C cancels: the tree is killed and the result still printed") {
+    program_file p("import time\nprint('started', flush=True)\ntime.sleep(30)\n");
+    const auto r = shell(psych_cli + " run " + p.path() + " & sleep 1.5; kill -INT $!; wait $!");
+    CHECK(r.status == 1);
+    CHECK(r.output.find("failure: cancelled") != std::string::npos);
+    CHECK(r.output.find("| started") != std::string::npos);
   }
   SUBCASE("the program can come from standard input") {
     const auto r = shell("echo 'return 6 * 7' | " + psych_cli + " run -");

@@ -1,6 +1,8 @@
 // psych: run a model-written program in the local sandbox, or describe it.
+#include <pthread.h>
 #include <signal.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -41,28 +43,38 @@ result<std::string> read_program(const std::string& path) {
 }
 
 /// ^C and SIGTERM cancel the execution (the tree is killed and the result
-/// still printed) instead of killing psych and orphaning the sandbox.
+/// still printed) instead of killing psych and orphaning the sandbox. The
+/// signals are blocked in every thread and taken by one waiter; SIGUSR1 is
+/// how the waiter is told to finish.
 class signal_canceller {
  public:
   signal_canceller() {
     sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    sigaddset(&signals_, SIGHUP);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&signals_, signal);
     pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-    waiter_ = std::jthread([this](std::stop_token self) {
-      const timespec tick{0, 100'000'000};
-      while (!self.stop_requested()) {
-        if (sigtimedwait(&signals_, nullptr, &tick) > 0) source_.request_stop();
+    // An ignored signal is discarded before sigwait could see it, and a shell starts
+    // background jobs with SIGINT ignored. nohup's ignored SIGHUP stays ignored.
+    for (int signal : {SIGINT, SIGTERM, SIGUSR1}) std::signal(signal, SIG_DFL);
+    waiter_ = std::thread([this] {
+      for (;;) {
+        int signal = 0;
+        if (sigwait(&signals_, &signal) != 0 || signal == SIGUSR1) return;
+        source_.request_stop();
       }
     });
   }
+  ~signal_canceller() {
+    pthread_kill(waiter_.native_handle(), SIGUSR1);
+    waiter_.join();
+  }
+  signal_canceller(const signal_canceller&) = delete;
+  signal_canceller& operator=(const signal_canceller&) = delete;
   std::stop_token token() const { return source_.get_token(); }
 
  private:
   sigset_t signals_{};
   std::stop_source source_;
-  std::jthread waiter_;
+  std::thread waiter_;
 };
 
 void print_text(const sandbox_result& r) {

@@ -172,7 +172,11 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   g.environment = detail::grade_environment(e, c, problems);
   out.network_denied = e.network == network_access::none && g.network != enforcement::unavailable;
 
-  const bool floor = g.process_tree != enforcement::unavailable && g.environment == enforcement::enforced &&
+  // One program per execution starts in a fresh, empty workspace, or not at all.
+  const bool fresh_workspace = c.cwd_is_workspace && c.workspace_entries == 0;
+  if (!fresh_workspace) problems.emplace_back("workspace: the child does not start in the fresh, empty workspace");
+  const bool floor = fresh_workspace && g.process_tree != enforcement::unavailable &&
+                     g.environment == enforcement::enforced &&
                      g.cpu != enforcement::unavailable && g.memory != enforcement::unavailable &&
                      g.file_size != enforcement::unavailable && c.pid > 0;
   const bool boundary = g.filesystem == enforcement::enforced && g.identity == enforcement::enforced &&

@@ -83,6 +83,7 @@ struct child_report {
   network_observation network;
   std::vector<std::string> environment_keys;
   std::string cwd;
+  bool cwd_is_workspace = false;  ///< same device and inode as the workspace the host made
   std::int64_t workspace_entries = -1;
   std::string mnt_ns;
   bool root_is_host = true;
@@ -103,4 +104,4 @@ BOOST_HANA_ADAPT_STRUCT(psych::network_probe, outcome, error_number);
 BOOST_HANA_ADAPT_STRUCT(psych::network_observation, ipv4, ipv6);
 BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, euid, egid, groups,
                         no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
-                        workspace_entries, mnt_ns, root_is_host, python);
+                        cwd_is_workspace, workspace_entries, mnt_ns, root_is_host, python);

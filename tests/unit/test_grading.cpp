@@ -43,6 +43,8 @@ child_report observed() {
   c.canary = {.readable = false, .error_number = 13};
   c.network = {.ipv4 = {probe_outcome::denied, 13}, .ipv6 = {probe_outcome::denied, 13}};
   c.environment_keys = {"HOME", "LC_CTYPE", "PATH", "PYTHONDONTWRITEBYTECODE", "TMPDIR"};
+  c.cwd_is_workspace = true;
+  c.workspace_entries = 0;
   return c;
 }
 
@@ -179,6 +181,15 @@ TEST_CASE("environment: names of unexpected variables, never values") {
   CHECK_FALSE(g.achieved.has_value());
   CHECK(std::any_of(g.problems.begin(), g.problems.end(),
                     [](const std::string& p) { return p.find("AWS_SECRET_ACCESS_KEY") != std::string::npos; }));
+}
+
+TEST_CASE("a workspace that is not the fresh one is below the floor") {
+  auto c = observed();
+  c.workspace_entries = 3;
+  CHECK_FALSE(grade_containment(expectation(), applied(), c).achieved.has_value());
+  c = observed();
+  c.cwd_is_workspace = false;
+  CHECK_FALSE(grade_containment(expectation(), applied(), c).achieved.has_value());
 }
 
 TEST_CASE("process tree") {
