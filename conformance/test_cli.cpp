@@ -81,6 +81,31 @@ TEST_CASE("psych run: exit statuses and readable output") {
     CHECK(shell(psych_cli + " run --wall-seconds -1 x.py").output.find("invalid_limit") != std::string::npos);
     CHECK(shell(psych_cli + " frobnicate").status == 2);
   }
+  SUBCASE("2: a config file that is missing, malformed, or holds a bad limit") {
+    program_file p("return 1\n");
+    const auto missing = shell(psych_cli + " run --config /nonexistent/psych.json " + p.path());
+    CHECK(missing.status == 2);
+    CHECK(missing.output.find("unreadable_file") != std::string::npos);
+    program_file malformed("{\"default_limits\": {\"wall_seconds\": \"soon\"}}");
+    const auto wrong = shell(psych_cli + " run --config " + malformed.path() + " " + p.path());
+    CHECK(wrong.status == 2);
+    CHECK(wrong.output.find("frame_wrong_kind") != std::string::npos);
+    CHECK(wrong.output.find("default_limits.wall_seconds") != std::string::npos);
+    program_file negative("{\"default_limits\": {\"cpu_seconds\": -1}}");
+    const auto bad = shell(psych_cli + " run --config " + negative.path() + " " + p.path());
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find("invalid_limit") != std::string::npos);
+    program_file duplicate("{\"temp_root\": \"/tmp\", \"temp_root\": \"/var/tmp\"}");
+    CHECK(shell(psych_cli + " run --config " + duplicate.path() + " " + p.path()).output.find("json_duplicate_key") !=
+          std::string::npos);
+  }
+  SUBCASE("a config file narrows the deployment's limits") {
+    program_file config("{\"default_limits\": {\"wall_seconds\": 0.5}}");
+    program_file p("import time\ntime.sleep(10)\n");
+    const auto r = shell(psych_cli + " run --config " + config.path() + " " + p.path());
+    CHECK(r.status == 1);
+    CHECK(r.output.find("limit hit: wall_seconds") != std::string::npos);
+  }
   SUBCASE("3: refused, because no local backend here reaches isolated") {
     program_file p("return 1\n");
     const auto r = shell(psych_cli + " run --isolation isolated " + p.path());

@@ -30,13 +30,15 @@ const char* const run_usage =
     "  --file-size-bytes N       largest file the program may write; K, M, G allowed\n"
     "  --process-count N         processes and threads, the interpreter included\n"
     "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
+    "  --config FILE             deployment settings as JSON: python_bin, default_limits, env_allowlist,\n"
+    "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root\n"
     "  --help                    this text\n"
     "\n"
     "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
     "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.\n";
 
 const char* const describe_usage =
-    "usage: psych describe [--json] [--allow-same-uid]\n"
+    "usage: psych describe [--json] [--allow-same-uid] [--config FILE]\n"
     "\n"
     "Lists the local backends (available or not, and why), then runs the fixed containment probe\n"
     "of the chosen one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
@@ -86,7 +88,9 @@ result<command> parse_run(std::span<const std::string_view> args) {
     if (arg.starts_with("--")) {
       if (i + 1 >= args.size()) return failure(error_kind::invalid_argument, fmt::format("{} needs a value", arg));
       const auto value = args[++i];
-      if (arg == "--isolation") {
+      if (arg == "--config") {
+        run.config_path = std::string(value);
+      } else if (arg == "--isolation") {
         const auto level = parse_enum<isolation_level>(value);
         if (!level)
           return failure(error_kind::invalid_argument,
@@ -123,9 +127,13 @@ result<command> parse_run(std::span<const std::string_view> args) {
 
 result<command> parse_describe(std::span<const std::string_view> args) {
   describe_command describe;
-  for (const auto arg : args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto arg = args[i];
     if (arg == "--help" || arg == "-h") return command{help_command{describe_usage}};
-    if (arg == "--json") describe.json = true;
+    if (arg == "--config") {
+      if (i + 1 >= args.size()) return failure(error_kind::invalid_argument, "--config needs a value");
+      describe.config_path = std::string(args[++i]);
+    } else if (arg == "--json") describe.json = true;
     else if (arg == "--allow-same-uid") describe.allow_same_uid = true;
     else return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych describe --help)", arg));
   }

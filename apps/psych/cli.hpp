@@ -16,11 +16,13 @@ struct run_command {
   code_execution_limits limits;
   std::string program_path;  ///< "-" for standard input
   bool allow_same_uid = false;
+  std::string config_path;  ///< empty: none
 };
 
 struct describe_command {
   bool json = false;
   bool allow_same_uid = false;
+  std::string config_path;  ///< empty: none
 };
 
 struct help_command {

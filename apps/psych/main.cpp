@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "config.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
 
@@ -109,10 +110,23 @@ void print_text(const sandbox_result& r) {
   for (const auto& problem : r.problems) fmt::print("problem: {}\n", problem);
 }
 
+/// The deployment's settings: a config file if given, --allow-same-uid on top.
+result<local_sandbox_options> sandbox_options(const std::string& config_path, bool allow_same_uid) {
+  local_sandbox_options options;
+  if (!config_path.empty()) {
+    PSYCH_TRY(auto loaded, cli::load_config(config_path, options));
+    options = std::move(loaded);
+  }
+  if (allow_same_uid) options.allow_same_uid = true;
+  return options;
+}
+
 int run(const cli::run_command& command) {
   auto program = read_program(command.program_path);
   if (!program) return fail_usage(program.error());
-  auto sandbox = local_sandbox({.allow_same_uid = command.allow_same_uid});
+  auto options = sandbox_options(command.config_path, command.allow_same_uid);
+  if (!options) return fail_usage(options.error());
+  auto sandbox = local_sandbox(options.value());
   if (!sandbox) return fail_usage(sandbox.error());
 
   const auto offer = sandbox.value()->offer();
@@ -137,7 +151,9 @@ int run(const cli::run_command& command) {
 }
 
 int describe(const cli::describe_command& command) {
-  const local_sandbox_options options{.allow_same_uid = command.allow_same_uid};
+  auto configured = sandbox_options(command.config_path, command.allow_same_uid);
+  if (!configured) return fail_usage(configured.error());
+  const auto& options = configured.value();
   const auto backends = detect_local_backends(options);
   auto sandbox = local_sandbox(options);
   description d;

@@ -31,6 +31,8 @@ TEST_CASE("psych run options") {
   CHECK(run.limits.process_count.value == 8);
   CHECK(run.program_path == "prog.py");
   CHECK(std::get<cli::run_command>(parse({"run", "-"}).value()).program_path == "-");
+  CHECK(std::get<cli::run_command>(parse({"run", "--config", "d.json", "p.py"}).value()).config_path == "d.json");
+  CHECK(std::get<cli::describe_command>(parse({"describe", "--config", "d.json"}).value()).config_path == "d.json");
 }
 
 TEST_CASE("bad input is a named error") {
@@ -47,6 +49,7 @@ TEST_CASE("bad input is a named error") {
   CHECK(error_of({"run", "--isolation", "vm", "a.py"}) == error_kind::invalid_argument);
   CHECK(error_of({"run", "--wall-seconds"}) == error_kind::invalid_argument);
   CHECK(error_of({"describe", "--verbose"}) == error_kind::invalid_argument);
+  CHECK(error_of({"describe", "--config"}) == error_kind::invalid_argument);
 }
 
 TEST_CASE("help for each command") {

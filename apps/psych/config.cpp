@@ -1,0 +1,46 @@
+#include "config.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "psych/protocol/json.hpp"
+
+namespace psych::cli {
+
+result<local_sandbox_options> load_config(const std::string& path, local_sandbox_options base) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failure(error_kind::unreadable_file, fmt::format("config {}: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("config {}: read error", path));
+
+  auto parsed = protocol::decode_json<sandbox_config>(text.str(), {.max_bytes = 1u << 20, .max_depth = 8});
+  if (!parsed) {
+    auto e = parsed.error();
+    e.detail = fmt::format("config {}: {}", path, e.detail);
+    return e;
+  }
+  const auto& config = parsed.value();
+  if (config.default_limits) {
+    if (auto valid = validate_limits(*config.default_limits); !valid)
+      return failure(error_kind::invalid_limit, fmt::format("config {}: default_limits.{}", path, valid.error().detail));
+    base.default_limits = config.default_limits;
+  }
+  if (config.python_bin) base.python_bin = config.python_bin;
+  if (!config.env_allowlist.empty()) base.env_allowlist = config.env_allowlist;
+  if (config.allow_same_uid) base.allow_same_uid = *config.allow_same_uid;
+  if (config.launcher_path) base.launcher_path = config.launcher_path;
+  if (config.run_as_uid) base.run_as_uid = *config.run_as_uid;
+  if (config.run_as_gid) base.run_as_gid = *config.run_as_gid;
+  if (config.temp_root) base.temp_root = *config.temp_root;
+  if (base.run_as_uid <= 0 || base.run_as_gid <= 0)
+    return failure(error_kind::invalid_argument,
+                   fmt::format("config {}: run_as_uid and run_as_gid must be positive (never root)", path));
+  return base;
+}
+
+}  // namespace psych::cli

@@ -1,0 +1,34 @@
+#pragma once
+// A deployment's sandbox settings as a JSON file (`psych run --config FILE`),
+// so an operator can fix the interpreter, the limits, the allowlist and the
+// run_as uid without recompiling. Every member is optional.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include "psych/host/sandbox.hpp"
+
+namespace psych::cli {
+
+struct sandbox_config {
+  std::optional<std::string> python_bin;
+  std::optional<sandbox_limits> default_limits;  ///< absent fields keep the spec's defaults
+  std::vector<std::string> env_allowlist;
+  std::optional<bool> allow_same_uid;
+  std::optional<std::string> launcher_path;
+  std::optional<std::int64_t> run_as_uid;
+  std::optional<std::int64_t> run_as_gid;
+  std::optional<std::string> temp_root;
+};
+
+/// Reads and validates a config file; errors are unreadable_file, the
+/// codec's json_* / frame_* kinds (naming the member), or invalid_limit.
+result<local_sandbox_options> load_config(const std::string& path, local_sandbox_options base);
+
+}  // namespace psych::cli
+
+BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, default_limits, env_allowlist, allow_same_uid,
+                        launcher_path, run_as_uid, run_as_gid, temp_root);
