@@ -134,8 +134,7 @@ int run(const cli::run_command& command) {
                                         {.isolation = command.isolation, .limits = command.limits}, {});
   if (const auto* refusal = std::get_if<psych::refusal>(&decision)) {
     if (command.json)
-      fmt::print("{{\"refused\":{{\"reason\":\"{}\",\"message\":{}}}}}\n", name_of(refusal->reason),
-                 protocol::encode_json(refusal->message));
+      fmt::print("{}\n", host::refusal_to_json(*refusal));
     else
       fmt::print("refused: {}: {}\n", name_of(refusal->reason), refusal->message);
     return refused;

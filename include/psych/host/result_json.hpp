@@ -1,119 +1,63 @@
 #pragma once
-// A sandbox_result and a description as one JSON object each, with the
-// spec's names: what `psych run --json` and `psych describe --json` print
-// and what a service would answer.
+// A sandbox_result and a description as JSON, with the spec's names: what
+// `psych run --json` and `psych describe --json` print. The contract codec's
+// generic field walk does the writing; this header only says which fields,
+// under which names.
 #include <string>
+#include <vector>
+
+#include <boost/hana/adapt_adt.hpp>
+#include <boost/hana/adapt_struct.hpp>
 
 #include "psych/host/sandbox.hpp"
 #include "psych/protocol/json.hpp"
 
 namespace psych::host {
 
-using protocol::write_json;
+/// What `psych describe --json` prints: every local backend, then the chosen one's probe.
+struct describe_report {
+  std::vector<backend_info> backends;
+  description chosen;
+};
 
-namespace detail {
+/// What `psych run --json` prints when run_code would refuse: {"refused": {reason, message}}.
+struct refusal_report {
+  refusal refused;
+};
 
-template <class Writer>
-void write_string(Writer& w, std::string_view key, std::string_view value) {
-  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-  write_json(w, std::string(value));
-}
+inline std::string result_to_json(const sandbox_result& result) { return protocol::encode_json(result); }
 
-}  // namespace detail
+inline std::string refusal_to_json(const refusal& refused) { return protocol::encode_json(refusal_report{refused}); }
 
-inline std::string result_to_json(const sandbox_result& r) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("value");
-  if (r.value) w.RawValue(r.value->text.data(), r.value->text.size(), rapidjson::kObjectType);
-  else w.Null();
-  w.Key("failure");
-  if (r.failure) {
-    w.StartObject();
-    detail::write_string(w, "kind", name_of(r.failure->kind));
-    detail::write_string(w, "message", r.failure->message);
-    detail::write_string(w, "traceback", r.failure->traceback);
-    w.Key("line");
-    w.Int64(r.failure->line);
-    w.EndObject();
-  } else {
-    w.Null();
-  }
-  detail::write_string(w, "stdout", r.stdout_preview);
-  detail::write_string(w, "stderr", r.stderr_preview);
-  w.Key("stdout_size");
-  w.Uint64(r.stdout_size);
-  w.Key("stderr_size");
-  w.Uint64(r.stderr_size);
-  w.Key("limit_hit");
-  if (r.limit_hit) write_json(w, *r.limit_hit);
-  else w.Null();
-  w.Key("cancelled");
-  w.Bool(r.cancelled);
-  w.Key("duration_seconds");
-  w.Double(r.duration_seconds);
-  w.Key("isolation");
-  if (r.isolation) write_json(w, *r.isolation);
-  else w.Null();
-  w.Key("guarantees");
-  write_json(w, r.guarantees);
-  w.Key("network_denied");
-  w.Bool(r.network_denied);
-  w.Key("artifacts");
-  w.StartArray();
-  for (const auto& a : r.artifacts) {
-    w.StartObject();
-    detail::write_string(w, "path", a.path);
-    w.Key("size_bytes");
-    w.Uint64(a.size_bytes);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("artifacts_omitted");
-  w.Uint64(r.artifacts_omitted);
-  w.Key("problems");
-  write_json(w, r.problems);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-inline std::string description_to_json(const description& d, const std::vector<backend_info>& backends) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("backends");
-  w.StartArray();
-  for (const auto& b : backends) {
-    w.StartObject();
-    detail::write_string(w, "name", b.name);
-    w.Key("isolation");
-    write_json(w, b.isolation);
-    w.Key("available");
-    w.Bool(b.available);
-    detail::write_string(w, "reason", b.reason);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("ready");
-  w.Bool(d.ready);
-  detail::write_string(w, "backend", d.backend);
-  w.Key("isolation");
-  write_json(w, d.isolation);
-  w.Key("guarantees");
-  write_json(w, d.guarantees);
-  w.Key("mechanisms");
-  write_json(w, d.mechanisms);
-  w.Key("problems");
-  write_json(w, d.problems);
-  w.Key("limit_ceiling");
-  write_json(w, d.limit_ceiling);
-  w.Key("network");
-  w.Bool(d.network);
-  detail::write_string(w, "interpreter", d.interpreter);
-  detail::write_string(w, "launcher", d.launcher);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+inline std::string description_to_json(const description& chosen, const std::vector<backend_info>& backends) {
+  return protocol::encode_json(describe_report{backends, chosen});
 }
 
 }  // namespace psych::host
+
+BOOST_HANA_ADAPT_STRUCT(psych::sandbox_failure, kind, message, traceback, line);
+BOOST_HANA_ADAPT_STRUCT(psych::artifact, path, size_bytes);
+// The spec's names; the captured bytes (stdout_data, stderr_data) stay out of
+// the model-facing JSON, the previews go in under "stdout" and "stderr".
+BOOST_HANA_ADAPT_ADT(psych::sandbox_result,
+                     (value, [](const psych::sandbox_result& r) { return r.value; }),
+                     (failure, [](const psych::sandbox_result& r) { return r.failure; }),
+                     (stdout, [](const psych::sandbox_result& r) { return r.stdout_preview; }),
+                     (stderr, [](const psych::sandbox_result& r) { return r.stderr_preview; }),
+                     (stdout_size, [](const psych::sandbox_result& r) { return r.stdout_size; }),
+                     (stderr_size, [](const psych::sandbox_result& r) { return r.stderr_size; }),
+                     (limit_hit, [](const psych::sandbox_result& r) { return r.limit_hit; }),
+                     (cancelled, [](const psych::sandbox_result& r) { return r.cancelled; }),
+                     (duration_seconds, [](const psych::sandbox_result& r) { return r.duration_seconds; }),
+                     (isolation, [](const psych::sandbox_result& r) { return r.isolation; }),
+                     (guarantees, [](const psych::sandbox_result& r) { return r.guarantees; }),
+                     (network_denied, [](const psych::sandbox_result& r) { return r.network_denied; }),
+                     (artifacts, [](const psych::sandbox_result& r) { return r.artifacts; }),
+                     (artifacts_omitted, [](const psych::sandbox_result& r) { return r.artifacts_omitted; }),
+                     (problems, [](const psych::sandbox_result& r) { return r.problems; }));
+BOOST_HANA_ADAPT_STRUCT(psych::backend_info, name, isolation, available, reason);
+BOOST_HANA_ADAPT_STRUCT(psych::description, ready, backend, isolation, guarantees, mechanisms, problems,
+                        limit_ceiling, network, interpreter, launcher);
+BOOST_HANA_ADAPT_STRUCT(psych::host::describe_report, backends, chosen);
+BOOST_HANA_ADAPT_STRUCT(psych::refusal, reason, message);
+BOOST_HANA_ADAPT_STRUCT(psych::host::refusal_report, refused);
