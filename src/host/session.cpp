@@ -399,6 +399,15 @@ class session {
     r.cancelled = cancelled_;
     // The whole execution, interpreter start included: the span the wall clock limits.
     r.duration_seconds = std::chrono::duration<double>(clock::now() - started_at_).count();
+    // The clock is graded by what happened, too: an execution that outlived its
+    // wall clock and both graces was not held to it.
+    const double held_to = plan_.terms.limits.wall_seconds.value +
+                           std::chrono::duration<double>(backstop_grace + kill_grace + drain_grace).count();
+    if (r.duration_seconds > held_to) {
+      r.guarantees.wall_clock = enforcement::unavailable;
+      r.problems.push_back(fmt::format("wall_clock: the execution took {:.1f} s against a limit of {} s",
+                                       r.duration_seconds, plan_.terms.limits.wall_seconds.value));
+    }
 
     const auto& policy = plan_.terms.output;
     r.stdout_size = out_.produced();
