@@ -1,12 +1,21 @@
 #include "backends.hpp"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace conformance {
 
@@ -81,6 +90,140 @@ std::vector<std::string> leftovers_in_temp_root() {
   for (const auto& entry : std::filesystem::directory_iterator(temp_root()))
     found.push_back(entry.path().string());
   return found;
+}
+
+namespace {
+
+// The directories where a program of any uid may create entries, on a conventional host.
+// Entries are reported where the uid owns them; a directory somebody else owns is walked
+// only when it is itself world-writable (/tmp/.X11-unix, a test's sticky marker directory):
+// only there could the uid have put something.
+constexpr const char* shared_roots[] = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"};
+
+void find_owned(const std::filesystem::path& dir, std::int64_t uid, int depth, std::vector<std::string>& found) {
+  std::error_code ec;
+  namespace fs = std::filesystem;
+  for (auto it = fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    if (static_cast<std::int64_t>(st.st_uid) == uid) {
+      found.push_back(it->path().string());
+    } else if (S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) != 0 && depth < 4) {
+      find_owned(it->path(), uid, depth + 1, found);
+    }
+  }
+}
+
+struct ipc_object {
+  std::string kind;  // shm, msg, sem
+  int id = 0;
+};
+
+/// System V IPC objects owned by uid, from /proc/sysvipc (columns located by their headers).
+std::vector<ipc_object> ipc_objects_of(std::int64_t uid) {
+  std::vector<ipc_object> found;
+  for (const char* kind : {"shm", "msg", "sem"}) {
+    std::ifstream table(std::string("/proc/sysvipc/") + kind);
+    std::string header;
+    if (!std::getline(table, header)) continue;
+    std::vector<std::string> columns;
+    std::istringstream names(header);
+    for (std::string name; names >> name;) columns.push_back(name);
+    const auto column = [&](const std::string& name) {
+      return static_cast<std::size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+    };
+    const std::string id_name = std::string(kind) == "shm" ? "shmid" : std::string(kind) == "msg" ? "msqid" : "semid";
+    const auto id_column = column(id_name);
+    const auto uid_column = column("uid");
+    for (std::string line; std::getline(table, line);) {
+      std::vector<std::string> cells;
+      std::istringstream words(line);
+      for (std::string cell; words >> cell;) cells.push_back(cell);
+      if (id_column < cells.size() && uid_column < cells.size() && std::stoll(cells[uid_column]) == uid)
+        found.push_back({kind, std::stoi(cells[id_column])});
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> host_leftovers_of(std::int64_t uid) {
+  std::vector<std::string> found;
+  for (const char* root : shared_roots) find_owned(root, uid, 0, found);
+  for (const auto& object : ipc_objects_of(uid))
+    found.push_back("System V " + object.kind + " id " + std::to_string(object.id));
+  return found;
+}
+
+void remove_host_leftovers_of(std::int64_t uid) {
+  std::vector<std::string> files;
+  for (const char* root : shared_roots) find_owned(root, uid, 0, files);
+  for (const auto& file : files) remove_tree_of_any_depth(file);
+  for (const auto& object : ipc_objects_of(uid)) {
+    if (object.kind == "shm") ::shmctl(object.id, IPC_RMID, nullptr);
+    if (object.kind == "msg") ::msgctl(object.id, IPC_RMID, nullptr);
+    if (object.kind == "sem") ::semctl(object.id, 0, IPC_RMID);
+  }
+}
+
+void remove_tree_of_any_depth(const std::string& path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const char* argv[] = {"rm", "-rf", "--", path.c_str(), nullptr};
+    ::execv("/bin/rm", const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid > 0)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
+
+void for_each_backend_as(std::int64_t uid,
+                         const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
+  for (const auto& original : backends()) {
+    SUBCASE(original.name.c_str()) {
+      if (::geteuid() != 0) {
+        MESSAGE("skipped " << original.name
+                           << ": this case needs a root worker, which runs the child as a dedicated uid");
+        continue;
+      }
+      backend_under_test backend = original;
+      backend.options.run_as_uid = backend.options.run_as_gid = uid;
+      backend.options.allow_same_uid = false;
+      auto sandbox = psych::local_sandbox(backend.options);
+      if (!sandbox) {
+        MESSAGE("skipped " << backend.name << ": " << sandbox.error().message());
+        continue;
+      }
+      try {
+        body(*sandbox.value(), backend);
+      } catch (...) {  // a REQUIRE ended the body: still leave nothing for the next case
+        for (const int pid : processes_of(uid)) ::kill(pid, SIGKILL);
+        for (const auto& entry : leftovers_in_temp_root()) remove_tree_of_any_depth(entry);
+        remove_host_leftovers_of(uid);
+        throw;
+      }
+
+      const auto processes = processes_of(uid);
+      CHECK_MESSAGE(processes.empty(), processes.size() << " process(es) of uid " << uid << " outlived the case");
+      for (const int pid : processes) ::kill(pid, SIGKILL);
+      const auto temp = leftovers_in_temp_root();
+      CHECK_MESSAGE(temp.empty(), "left in the temp root:\n" << joined(temp));
+      for (const auto& entry : temp) remove_tree_of_any_depth(entry);
+      const auto host = host_leftovers_of(uid);
+      CHECK_MESSAGE(host.empty(), "uid " << uid << " left on the host:\n" << joined(host));
+      remove_host_leftovers_of(uid);
+    }
+  }
 }
 
 }  // namespace conformance

@@ -41,4 +41,29 @@ std::vector<int> processes_of(std::int64_t uid);
 std::vector<std::string> leftovers_in_temp_root();
 const std::string& temp_root();
 
+/// As for_each_backend, but every backend runs its child as `uid` (never the worker's own),
+/// for cases that must not share a uid with anything else: kill(-1), System V IPC, files
+/// left in shared directories. Needs a root worker; reported as skipped otherwise. After the
+/// body it checks that the uid left nothing behind — no process, nothing in the temp root,
+/// nothing of host_leftovers_of(uid) — and then removes whatever it found, so that one
+/// breach fails its own case and does not cascade into the next.
+void for_each_backend_as(std::int64_t uid,
+                         const std::function<void(psych::sandbox&, const backend_under_test&)>& body);
+
+/// What `uid` owns on the host where an unprivileged program can leave something behind
+/// after its processes are gone: entries reachable through world-writable directories under
+/// /tmp, /var/tmp, /dev/shm and /run/lock (a sticky directory of somebody else's included),
+/// and System V shared memory, message queues and semaphore sets. One line each.
+/// (POSIX message queues cannot be listed without mounting mqueue; cases that make one
+/// look for it by name.)
+std::vector<std::string> host_leftovers_of(std::int64_t uid);
+void remove_host_leftovers_of(std::int64_t uid);
+
+/// Removes a tree of any depth (the host's own cleanup is what is under test, so this
+/// does not share its code): `rm -rf`, which walks with openat, not with whole paths.
+void remove_tree_of_any_depth(const std::string& path);
+
+/// Lines joined by newlines, for assertions that print what they found.
+std::string joined(const std::vector<std::string>& lines);
+
 }  // namespace conformance

@@ -20,8 +20,10 @@ namespace {
 
 // Denied with EPERM: each one either reaches another process (ptrace, process_vm_*), builds or
 // enters a kernel boundary the sandbox does not own (unshare, setns, mount and the new mount
-// API, pivot_root, chroot), or opens kernel attack surface no sandboxed program needs (keyrings,
-// bpf, perf, userfaultfd, kexec, modules, io_uring, open_by_handle_at).
+// API, pivot_root, chroot), opens kernel attack surface no sandboxed program needs (keyrings,
+// bpf, perf, userfaultfd, kexec, modules, io_uring, file handles, swap, reboot, accounting), or
+// creates kernel objects that outlive every process of the execution and that the next
+// execution of the same uid could read (System V IPC, POSIX message queues).
 constexpr const char* denied_calls[] = {
     "ptrace",         "process_vm_readv", "process_vm_writev", "unshare",       "setns",
     "mount",          "umount2",          "pivot_root",        "chroot",        "fsopen",
@@ -29,7 +31,11 @@ constexpr const char* denied_calls[] = {
     "mount_setattr",  "keyctl",           "add_key",           "request_key",   "bpf",
     "perf_event_open", "userfaultfd",     "kexec_load",        "kexec_file_load", "init_module",
     "finit_module",   "delete_module",    "io_uring_setup",    "io_uring_enter", "io_uring_register",
-    "open_by_handle_at",
+    "open_by_handle_at", "name_to_handle_at", "swapon",        "swapoff",       "reboot",
+    "acct",           "shmget",           "shmat",             "shmctl",        "msgget",
+    "msgsnd",         "msgrcv",           "msgctl",            "semget",        "semop",
+    "semtimedop",     "semctl",           "mq_open",           "mq_unlink",     "mq_timedsend",
+    "mq_timedreceive", "mq_notify",       "mq_getsetattr",
 };
 
 // clone() can create the same namespaces unshare() can; one rule per flag, since a filter

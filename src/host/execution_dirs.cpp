@@ -4,10 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <linux/fs.h>
+#include <stdio.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -38,19 +44,69 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-/// remove_all does not follow symlinks, but a program can leave directories
-/// it made unwritable (mode 000); open them up and try again.
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  fs::remove_all(path, ec);
-  if (!ec || !fs::exists(fs::symlink_status(path, ec))) return;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec))
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add | fs::perm_options::nofollow, ec);
+/// Names in a directory, by descriptor (a fresh handle each time: the caller
+/// changes the directory between reads).
+std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  const int handle = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (handle < 0) return names;
+  DIR* stream = ::fdopendir(handle);
+  if (stream == nullptr) {
+    ::close(handle);
+    return names;
   }
-  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add | fs::perm_options::nofollow, ec);
-  fs::remove_all(path, ec);
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(stream);
+  return names;
+}
+
+/// Removes a tree of any depth and any modes with a constant number of
+/// descriptors, never following a symlink. Recursion (std::filesystem's
+/// remove_all, nftw) holds a descriptor per level, so a program that nests
+/// directories deeper than the worker's open-file limit would leave its
+/// workspace behind. Instead, every directory found one level down is moved
+/// up to the top (renameat2 with RENAME_NOREPLACE, same filesystem), so the
+/// tree flattens until each entry can be unlinked where it stands.
+bool remove_tree(const std::string& path) {
+  const int top = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (top < 0) return ::unlink(path.c_str()) == 0 || errno == ENOENT;  // a file or a symlink
+  ::fchmod(top, 0700);  // the program may have made it unreadable; owner and root can undo that
+  std::uint64_t moved = 0;
+  for (;;) {
+    const auto names = entries_of(top);
+    if (names.empty()) break;
+    bool progress = false;
+    for (const auto& name : names) {
+      if (::unlinkat(top, name.c_str(), 0) == 0 || ::unlinkat(top, name.c_str(), AT_REMOVEDIR) == 0) {
+        progress = true;
+        continue;
+      }
+      const int sub = ::openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) continue;
+      ::fchmod(sub, 0700);
+      for (const auto& inner : entries_of(sub)) {
+        if (::unlinkat(sub, inner.c_str(), 0) == 0) {
+          progress = true;
+          continue;
+        }
+        for (;;) {  // a directory: up one level, under a name nobody uses yet
+          const auto flat = fmt::format(".psych-flat-{}", moved++);
+          if (::renameat2(sub, inner.c_str(), top, flat.c_str(), RENAME_NOREPLACE) == 0) {
+            progress = true;
+            break;
+          }
+          if (errno != EEXIST) break;
+        }
+      }
+      ::close(sub);
+    }
+    if (!progress) break;  // nothing more can be removed: leave the rest, and say so below
+  }
+  ::close(top);
+  return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
 }
 
 }  // namespace
@@ -75,20 +131,21 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   if (fd < 0 || ::write(fd, content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
     const auto why = fmt::format("writing the canary {}: {}", dirs.canary, std::strerror(errno));
     if (fd >= 0) ::close(fd);
-    remove_execution_dirs(dirs);
+    (void)remove_execution_dirs(dirs);
     return failure(error_kind::system_call_failed, why);
   }
   ::close(fd);
   return dirs;
 }
 
-void remove_execution_dirs(const execution_dirs& dirs) {
-  if (!dirs.base.empty()) remove_tree(dirs.base);
-  if (!dirs.canary_dir.empty()) remove_tree(dirs.canary_dir);
+bool remove_execution_dirs(const execution_dirs& dirs) {
+  const bool base = dirs.base.empty() || remove_tree(dirs.base);
+  const bool canary = dirs.canary_dir.empty() || remove_tree(dirs.canary_dir);
+  return base && canary;
 }
 
 void sweep_shared_temp(std::int64_t uid) {
-  for (const char* shared : {"/tmp", "/var/tmp", "/dev/shm"}) {
+  for (const char* shared : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue"}) {
     std::error_code ec;
     for (auto it = fs::directory_iterator(shared, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
       struct stat st {};

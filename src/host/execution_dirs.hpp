@@ -20,12 +20,14 @@ struct execution_dirs {
 
 result<execution_dirs> make_execution_dirs(const std::string& temp_root);
 
-/// Removes everything, never following symlinks the program may have planted.
-void remove_execution_dirs(const execution_dirs& dirs);
+/// Removes everything, never following symlinks the program may have planted,
+/// whatever the depth. False if something could not be removed.
+[[nodiscard]] bool remove_execution_dirs(const execution_dirs& dirs);
 
-/// Removes what a dedicated child uid left directly in the shared temp
-/// directories (/tmp, /var/tmp, /dev/shm). Only for a uid no other
-/// execution is using at the same time.
+/// Removes what a dedicated child uid left directly in the world-writable
+/// directories (/tmp, /var/tmp, /dev/shm, /run/lock, /dev/mqueue). Only for a
+/// uid no other execution is using at the same time. What it left deeper,
+/// inside somebody else's directory, is not found (docs/process-backend.md).
 void sweep_shared_temp(std::int64_t uid);
 
 }  // namespace psych::host

@@ -502,7 +502,9 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
   }
-  remove_execution_dirs(dirs.value());
+  if (!remove_execution_dirs(dirs.value()))
+    outcome.result.problems.push_back(
+        fmt::format("workspace: the host could not remove everything under {}", dirs.value().base));
   if (plan.run_as) sweep_shared_temp(plan.run_as->uid);
   return outcome;
 }
