@@ -1,7 +1,9 @@
 #pragma once
 // File descriptors (docs/contract.md, "Channels"): the host hands the launcher
 // 0 /dev/null, 1 stdout, 2 stderr, 3 control, 4 channel. The child gets 0-2
-// as they are and the channel as its fd 3, and nothing else survives exec.
+// as they are, the channel as its fd 3 and the sealed bootstrap memfd as its
+// fd 4 (which the bootstrap stub closes before anything else runs), and
+// nothing else survives exec.
 #include "failure.hpp"
 
 namespace psych::launcher {
@@ -10,14 +12,17 @@ inline constexpr int control_fd = 3;
 inline constexpr int channel_fd = 4;
 /// Where the bootstrap finds the channel.
 inline constexpr int child_channel_fd = 3;
+/// Where the bootstrap stub finds the bootstrap (bootstrap_fd.hpp).
+inline constexpr int child_bootstrap_fd = 4;
 
 /// Before anything else: fds 0-4 must all be open, or the host broke the contract.
 setup_result<void> check_inherited_fds();
 
-/// In the child: the channel moves to fd 3 (replacing control) and every fd from 4 up is marked
-/// close-on-exec. Marked rather than closed so the exec-status pipe stays open up to the exec
-/// itself, and still nothing else crosses into the interpreter.
-setup_result<void> arrange_child_fds();
+/// In the child: the channel moves to fd 3 (replacing control), the bootstrap memfd (an fd above
+/// 4) to fd 4 (replacing the channel's old place), and every fd from 5 up is marked close-on-exec.
+/// Marked rather than closed so the exec-status pipe stays open up to the exec itself, and still
+/// nothing else crosses into the interpreter.
+setup_result<void> arrange_child_fds(int bootstrap);
 
 /// In the launcher after the fork: it drops its copy of the channel (so the host sees EOF when
 /// the child's tree has gone) and points its own 1 and 2 at /dev/null, as it never writes there

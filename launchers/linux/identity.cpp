@@ -1,7 +1,6 @@
 #include "identity.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <limits>
 
 #include <fcntl.h>
@@ -9,8 +8,6 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
-
-#include "proc.hpp"
 
 namespace psych::launcher {
 
@@ -37,29 +34,6 @@ setup_result<identity_plan> plan_identity(const std::optional<protocol::identity
                                                 "unless allow_same_uid",
                                                 uid, gid)));
   return identity_plan{.uid = uid, .gid = gid, .drop = true};
-}
-
-setup_result<std::int64_t> count_tasks_of(uid_t uid) {
-  PSYCH_TRY(auto pids, list_processes());
-  std::int64_t tasks = 0;
-  char buffer[4096];
-  for (const pid_t pid : pids) {
-    const auto status = read_proc_file(pid, "status", buffer, sizeof buffer);
-    if (!status) continue;  // it ended while we looked
-    // "Uid:\t<real>\t<effective>..." and "Threads:\t<n>"; RLIMIT_NPROC counts by real uid.
-    const auto field = [&](std::string_view key) -> std::int64_t {
-      const auto at = status->find(key);
-      if (at == std::string_view::npos) return -1;
-      std::string_view value = status->substr(at + key.size());
-      while (!value.empty() && (value.front() == '\t' || value.front() == ' ')) value.remove_prefix(1);
-      std::int64_t number = -1;
-      std::from_chars(value.data(), value.data() + value.size(), number);
-      return number;
-    };
-    if (field("\nUid:") != static_cast<std::int64_t>(uid)) continue;
-    if (const auto threads = field("\nThreads:"); threads > 0) tasks += threads;
-  }
-  return tasks;
 }
 
 setup_result<void> hand_over(const std::string& directory, const identity_plan& plan) {

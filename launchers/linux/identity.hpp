@@ -25,9 +25,6 @@ struct identity_plan {
 setup_result<identity_plan> plan_identity(const std::optional<protocol::identity>& run_as,
                                           bool allow_same_uid);
 
-/// The uid's processes and threads now, as RLIMIT_NPROC counts them (by real uid).
-setup_result<std::int64_t> count_tasks_of(uid_t uid);
-
 /// Before the fork: gives `directory` to the child's identity, so a dropped uid can use it.
 setup_result<void> hand_over(const std::string& directory, const identity_plan& plan);
 

@@ -10,6 +10,7 @@
 // the host went away.
 #include <variant>
 
+#include "bootstrap_fd.hpp"
 #include "channel.hpp"
 #include "environment.hpp"
 #include "failure.hpp"
@@ -21,6 +22,7 @@
 #include "signals.hpp"
 #include "spawn.hpp"
 #include "supervise.hpp"
+#include "task_count.hpp"
 #include "tree.hpp"
 #include "validate.hpp"
 
@@ -68,14 +70,16 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(auto base, count_tasks_of(request.identity.uid));
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
+  PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
 
   const child_plan plan{.interpreter = launch.interpreter,
-                        .argv = bootstrap_argv(launch, bootstrap_source),
+                        .argv = bootstrap_argv(launch, bootstrap_stub),
                         .environment = std::move(request.environment),
                         .workspace = launch.workspace,
                         .rlimits = plan_rlimits(launch.limits, launch.open_files, base),
                         .identity = request.identity,
-                        .filter = &filter};
+                        .filter = &filter,
+                        .bootstrap_fd = bootstrap.get()};
   PSYCH_TRY(auto child, spawn(plan));
 
   // Every field is what the child got: spawn() returns only after each step succeeded.

@@ -2,19 +2,20 @@
 
 #include <cerrno>
 #include <initializer_list>
+#include <memory>
 
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <seccomp.h>
 
 namespace psych::launcher {
-
-void seccomp_filter::context_deleter::operator()(void* context) const noexcept {
-  seccomp_release(static_cast<scmp_filter_ctx>(context));
-}
 
 namespace {
 
@@ -59,12 +60,42 @@ setup_result<void> add_rule(scmp_filter_ctx context, std::uint32_t action, const
   return success();
 }
 
+struct context_deleter {
+  void operator()(scmp_filter_ctx context) const noexcept { seccomp_release(context); }
+};
+
+/// The BPF program libseccomp generates for `context`. libseccomp 2.5 exports only to an fd.
+setup_result<std::vector<sock_filter>> export_program(scmp_filter_ctx context) {
+  const int fd = ::memfd_create("psych-seccomp", MFD_CLOEXEC);
+  if (fd < 0) return fail(system_failure("seccomp", "memfd_create", errno, "psych-seccomp, MFD_CLOEXEC"));
+  const auto read_back = [&]() -> setup_result<std::vector<sock_filter>> {
+    if (const int rc = seccomp_export_bpf(context, fd); rc != 0)
+      return fail(system_failure("seccomp", "seccomp_export_bpf", -rc));
+    const off_t size = ::lseek(fd, 0, SEEK_END);
+    constexpr auto unit = static_cast<off_t>(sizeof(sock_filter));
+    if (size <= 0 || size % unit != 0 || size / unit > BPF_MAXINSNS)
+      return fail(refusal("seccomp", "libseccomp exported no usable BPF program"));
+    std::vector<sock_filter> program(static_cast<std::size_t>(size / unit));
+    auto* bytes = reinterpret_cast<char*>(program.data());
+    for (off_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd, bytes + done, static_cast<std::size_t>(size - done), done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail(system_failure("seccomp", "pread", n < 0 ? errno : EIO, "psych-seccomp"));
+      done += n;
+    }
+    return program;
+  };
+  auto program = read_back();
+  ::close(fd);
+  return program;
+}
+
 }  // namespace
 
 setup_result<seccomp_filter> build_filter(network_access network) {
   scmp_filter_ctx raw = seccomp_init(SCMP_ACT_ALLOW);
   if (raw == nullptr) return fail(system_failure("seccomp", "seccomp_init", ENOMEM, "SCMP_ACT_ALLOW"));
-  seccomp_filter filter{raw};
+  const std::unique_ptr<void, context_deleter> owned{raw};
 
   // Only the native architecture is in the filter. A call through another ABI (i386 via
   // int 0x80, or x32 numbers >= 0x40000000, which libseccomp checks on x86_64) has its own
@@ -98,12 +129,15 @@ setup_result<seccomp_filter> build_filter(network_access network) {
       PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), call, {arg(0, SCMP_CMP_NE, AF_UNIX)}));
     }
   }
-  return filter;
+  PSYCH_TRY(auto program, export_program(raw));
+  return seccomp_filter{std::move(program)};
 }
 
 setup_result<void> install_filter(const seccomp_filter& filter) {
-  if (const int rc = seccomp_load(static_cast<scmp_filter_ctx>(filter.context())); rc != 0)
-    return fail(system_failure("seccomp", "seccomp_load", -rc));
+  const sock_fprog program{.len = static_cast<unsigned short>(filter.program().size()),
+                           .filter = const_cast<sock_filter*>(filter.program().data())};
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+    return fail(system_failure("seccomp", "seccomp", errno, "SECCOMP_SET_MODE_FILTER, 0"));
   return success();
 }
 

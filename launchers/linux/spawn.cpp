@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>  // PIPE_BUF
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -17,8 +18,8 @@
 
 namespace psych::launcher {
 
-string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view bootstrap) {
-  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(bootstrap), launch.token,
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view stub) {
+  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(stub), launch.token,
                         launch.canary, std::to_string(launch.probe.ipv4_port),
                         std::to_string(launch.probe.ipv6_port), launch.workspace});
 }
@@ -49,7 +50,7 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
   // Its own session and process group: no controlling terminal, and one group the host can
   // signal as a whole.
   if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
-  PSYCH_TRY(arrange_child_fds());
+  PSYCH_TRY(arrange_child_fds(plan.bootstrap_fd));
   PSYCH_TRY(apply_rlimits(plan.rlimits));
   PSYCH_TRY(become(plan.identity));
   // After the identity drop, because changing the euid clears the parent-death signal.

@@ -27,22 +27,24 @@ struct child_plan {
   rlimit_plan rlimits;
   identity_plan identity;
   const seccomp_filter* filter = nullptr;
+  int bootstrap_fd = -1;  ///< the sealed memfd (bootstrap_fd.hpp), the child's fd 4
 };
 
-/// `<interpreter> -I -S -c <bootstrap> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
+/// `<interpreter> -I -S -c <stub> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
 /// isolated mode (no user site, no PYTHON* variables, no script directory on sys.path) and no
-/// `site`, so nothing outside the interpreter's own library runs before the bootstrap.
-string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view bootstrap);
+/// `site`, so nothing outside the interpreter's own library runs before the bootstrap. The stub
+/// loads the bootstrap itself from fd 4.
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view stub);
 
 struct spawned {
   pid_t pid = 0;
   std::chrono::steady_clock::time_point at{};  ///< the fork: the wall clock starts here
 };
 
-/// Forks and sets the child up: setsid, the channel on fd 3 and nothing else past exec,
-/// rlimits, the identity drop, PR_SET_PDEATHSIG, chdir to the workspace, NoNewPrivs, seccomp
-/// (last), exec. In the launcher: detaches its own fds, then returns once the exec succeeded.
-/// A failure is the child's own setup error, after the child has been reaped.
+/// Forks and sets the child up: setsid, the channel on fd 3, the bootstrap on fd 4 and nothing
+/// else past exec, rlimits, the identity drop, PR_SET_PDEATHSIG, chdir to the workspace,
+/// NoNewPrivs, seccomp (last), exec. In the launcher: detaches its own fds, then returns once the
+/// exec succeeded. A failure is the child's own setup error, after the child has been reaped.
 setup_result<spawned> spawn(const child_plan& plan);
 
 }  // namespace psych::launcher

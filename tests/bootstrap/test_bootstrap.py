@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Plays the host's side of docs/contract.md against launchers/common/bootstrap.py.
 
-The bootstrap is spawned exactly as the Linux launcher does it:
-`<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE`, cwd = a fresh
-workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a SOCK_STREAM socketpair.
+The bootstrap is spawned as `<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT
+WORKSPACE`, cwd = a fresh workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a
+SOCK_STREAM socketpair. The Linux launcher passes bootstrap_stub.py as the `-c` source instead,
+with the precompiled bootstrap on fd 4; the stub's own tests (test_stub_*) spawn it that way.
 
 Run with `python3 test_bootstrap.py`; BOOTSTRAP_PYTHON=/path/to/python3 picks the
 interpreter the bootstrap runs under (default: the one running this file).
 Exits non-zero on any failure and ends with "N passed, M failed".
 """
 import errno
+import fcntl
 import json
 import os
 import resource
@@ -25,9 +27,15 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BOOTSTRAP_PATH = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common", "bootstrap.py"))
+COMMON = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common"))
+BOOTSTRAP_PATH = os.path.join(COMMON, "bootstrap.py")
 with open(BOOTSTRAP_PATH, encoding="utf-8") as source_file:
     BOOTSTRAP = source_file.read()
+with open(os.path.join(COMMON, "bootstrap_stub.py"), encoding="utf-8") as source_file:
+    STUB = source_file.read()
+sys.path.insert(0, COMMON)
+from compile_bootstrap import make_blob  # noqa: E402  (the build's own blob format)
+sys.path.pop(0)
 PYTHON = os.environ.get("BOOTSTRAP_PYTHON", sys.executable)
 TOKEN = "0123456789abcdef0123456789abcdef"
 ENVIRONMENT = {"HOME": "/nonexistent-home", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -43,22 +51,24 @@ FORBIDDEN_AT_STARTUP = {"asyncio", "json", "re", "ast", "traceback", "socket", "
 SAMPLE_FRAMES = {}  # what the report shows the lead
 
 
-def reserve_fd_3():
-    """Keep fd 3 occupied in this process so no pipe Popen makes can land on it."""
-    try:
-        os.fstat(3)
-    except OSError:
-        placeholder = os.open(os.devnull, os.O_RDONLY)
-        if placeholder != 3:
-            os.dup2(placeholder, 3, inheritable=False)
-            os.close(placeholder)
+def reserve_fds_3_and_4():
+    """Keep fds 3 and 4 occupied in this process so no pipe Popen makes can land on them."""
+    for fd in (3, 4):
+        try:
+            os.fstat(fd)
+        except OSError:
+            placeholder = os.open(os.devnull, os.O_RDONLY)
+            if placeholder != fd:
+                os.dup2(placeholder, fd, inheritable=False)
+                os.close(placeholder)
 
 
 class Child:
     """One bootstrap process and the host's end of its channel."""
 
     def __init__(self, canary=None, ipv4_port=0, ipv6_port=0, environment=None, extra_flags=(),
-                 argv=None, setup=None, user=None):
+                 argv=None, setup=None, user=None, blob=None):
+        """blob: run bootstrap_stub.py with these bytes on fd 4, as the launcher does."""
         self.workspace = tempfile.mkdtemp(prefix="psych-ws-")
         os.chmod(self.workspace, 0o777)
         if canary is None:
@@ -68,18 +78,24 @@ class Child:
         self.canary = canary
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         child_fd = child.fileno()
+        blob_fd = sealed_memfd(blob) if blob is not None else None
 
         def in_child():
             if setup:
                 setup()
             os.dup2(child_fd, 3)  # inheritable, like the launcher's fd 3
+            if blob_fd is not None:
+                os.dup2(blob_fd, 4)
 
         args = argv if argv is not None else [TOKEN, canary, str(ipv4_port), str(ipv6_port), self.workspace]
         self.process = subprocess.Popen(
-            [PYTHON, "-I", "-S", *extra_flags, "-c", BOOTSTRAP, *args], cwd=self.workspace,
+            [PYTHON, "-I", "-S", *extra_flags, "-c", BOOTSTRAP if blob is None else STUB, *args], cwd=self.workspace,
             env=ENVIRONMENT if environment is None else environment, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(3,), preexec_fn=in_child, user=user)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(3,) if blob is None else (3, 4),
+            preexec_fn=in_child, user=user)
         child.close()
+        if blob_fd is not None:
+            os.close(blob_fd)
         self.host = host
         self.host.settimeout(20)
         self.buffer = b""
@@ -107,6 +123,15 @@ class Child:
         if self.canary.startswith(self.workspace):
             os.unlink(self.canary)
         return self.process.returncode, stdout, stderr
+
+
+def sealed_memfd(data):
+    """What the launcher hands the child as fd 4: a sealed memfd, read from offset 0."""
+    fd = os.memfd_create("psych-bootstrap", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.pwrite(fd, data, 0)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                | fcntl.F_SEAL_WRITE)
+    return fd
 
 
 def run(program, filename=None, **child_options):
@@ -627,9 +652,70 @@ def test_exit_code_is_zero_whatever_the_program_did():
         assert run(program)[4] == 0
 
 
+def test_program_garbage_is_still_finalized_at_exit():
+    # The bootstrap freezes its own objects for the GC before the program runs, never after it:
+    # a cycle the program leaves behind is still collected at shutdown, its __del__ still runs.
+    program = "class A:\n    def __del__(self):\n        print('bye')\na = A()\na.me = a\nreturn 1"
+    done, _, stdout, stderr, code, _ = run(program)
+    assert (done["value"], stdout, code) == (1, "bye\n", 0), (done, stdout, stderr)
+
+
 def test_large_program_runs():
     program = "".join(f"v{i} = {i}\n" for i in range(100_000)) + "return v99999"
     assert value_of(program) == 99999
+
+
+# ---- the stub: how the launcher starts the bootstrap ------------------------------------------
+
+def magic_of_python():
+    return subprocess.run([PYTHON, "-I", "-S", "-c", "import sys; sys.stdout.buffer.write("
+                           "sys.modules['_frozen_importlib_external'].MAGIC_NUMBER)"],
+                          capture_output=True, check=True).stdout
+
+
+def blob_with(code, source, magic):
+    """A blob in compile_bootstrap.py's layout with any code and source, to tell the paths apart."""
+    return magic + len(code).to_bytes(4, "little") + code + source
+
+
+def test_stub_runs_the_precompiled_bootstrap():
+    blob = make_blob(BOOTSTRAP.encode(), magic_of_python())
+    # The source half is poison: if the stub compiled it, the child would die before hello.
+    poisoned = blob[:len(blob) - len(BOOTSTRAP.encode())] + b"raise SystemExit('the source was compiled')"
+    done, _, _, stderr, code, hello = run("return 1", blob=poisoned)
+    assert (code, done) == (0, {"type": "done", "ok": True, "value": 1}), (code, done, stderr)
+    assert hello["type"] == "hello" and set(hello["report"]) >= HELLO_KEYS, hello
+
+
+def test_stub_compiles_the_source_under_another_magic():
+    # Another interpreter version: its bytecode (here garbage) is never unmarshalled.
+    blob = blob_with(b"\x00not marshal data", BOOTSTRAP.encode(), b"\xff\xff\r\n")
+    done, _, _, stderr, code, hello = run("import sys\nreturn sys.argv", blob=blob)
+    assert (code, done) == (0, {"type": "done", "ok": True, "value": ["<program>"]}), (code, done, stderr)
+    assert hello["token"] == TOKEN
+
+
+def test_stub_closes_fd_4_before_the_program_runs():
+    # readlink opens nothing, so fd 4 is asked about before anything could reuse the number.
+    program = """import os
+def target(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        return "closed"
+fd4 = target(4)
+return {"fd4": fd4, "all": [target(int(fd)) for fd in os.listdir("/proc/self/fd")]}"""
+    value = value_of(program, blob=make_blob(BOOTSTRAP.encode(), magic_of_python()))
+    assert value["fd4"] == "closed", value
+    assert not any("memfd:" in target for target in value["all"]), value
+
+
+def test_stub_refuses_a_truncated_blob_with_exit_3():
+    for blob in (b"", make_blob(BOOTSTRAP.encode(), magic_of_python())[:1000]):
+        child = Child(blob=blob)
+        assert child.read_line() is None  # no hello: nothing ran
+        code, _, stderr = child.finish()
+        assert code == 3 and b"cannot load the bootstrap from fd 4" in stderr, (code, stderr)
 
 
 # ---- startup cost (printed, and the forbidden modules asserted absent) ------------------------
@@ -654,21 +740,31 @@ def imported_modules(program=None):
     return rows
 
 
-def wall_times_ms(args, queued=b"", repeats=25):
-    """Spawn-to-exit times of `<python> -I -S <args>` with fd 3 set up identically for both
-    runs and the host's frame already queued, so only the interpreter's own work differs."""
+def wall_times_ms(args, queued=b"", repeats=25, blob=None):
+    """Spawn-to-exit times of `<python> -I -S <args>` with fd 3 set up identically for all
+    runs and the host's frame already queued, so only the interpreter's own work differs.
+    blob: also on fd 4, as the launcher hands it to the stub."""
     samples = []
     for _ in range(repeats):
         host, child = socket.socketpair()
         host.sendall(queued)
         child_fd = child.fileno()
+        blob_fd = sealed_memfd(blob) if blob is not None else None
+
+        def in_child():
+            os.dup2(child_fd, 3)
+            if blob_fd is not None:
+                os.dup2(blob_fd, 4)
+
         started = time.perf_counter()
         subprocess.run([PYTHON, "-I", "-S", *args], cwd=tempfile.gettempdir(), env=ENVIRONMENT,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(3,),
-                       preexec_fn=lambda: os.dup2(child_fd, 3), check=True)
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       pass_fds=(3,) if blob is None else (3, 4), preexec_fn=in_child, check=True)
         samples.append((time.perf_counter() - started) * 1000)
         host.close()
         child.close()
+        if blob_fd is not None:
+            os.close(blob_fd)
     return min(samples), statistics.median(samples)
 
 
@@ -712,8 +808,11 @@ def test_startup_cost_of_return_1():
     bootstrap_args = ["-c", BOOTSTRAP, TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir()]
     bare_min, bare_median = wall_times_ms(["-c", "pass"])
     boot_min, boot_median = wall_times_ms(bootstrap_args, run_frame)
+    stub_min, stub_median = wall_times_ms(["-c", STUB, *bootstrap_args[2:]], run_frame,
+                                          blob=make_blob(BOOTSTRAP.encode(), magic_of_python()))
     print(f"    spawn to exit, min/median of 25: bare {bare_min:.1f}/{bare_median:.1f} ms; "
-          f"bootstrap running `return 1` {boot_min:.1f}/{boot_median:.1f} ms")
+          f"bootstrap running `return 1` {boot_min:.1f}/{boot_median:.1f} ms as source, "
+          f"{stub_min:.1f}/{stub_median:.1f} ms precompiled through the stub (as the launcher runs it)")
     compile_ms = subprocess.run(
         [PYTHON, "-I", "-S", "-c", "import sys, time\nsource = sys.argv[1]\nbest = 1e9\nfor _ in range(20):\n"
          "    started = time.perf_counter(); compile(source, '<string>', 'exec')\n"
@@ -730,7 +829,7 @@ def test_startup_cost_of_return_1():
 
 
 def main():
-    reserve_fd_3()
+    reserve_fds_3_and_4()
     print(f"bootstrap: {BOOTSTRAP_PATH}\ninterpreter: {PYTHON}")
     tests = [(name, test) for name, test in globals().items() if name.startswith("test_") and callable(test)]
     passed = failed = skipped = 0

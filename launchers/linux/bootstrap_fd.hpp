@@ -1,0 +1,31 @@
+#pragma once
+// The bootstrap reaches the child as a sealed memfd on fd 4 (bootstrap_stub.py
+// reads it, closes it, and runs what it holds), not as a `-c` source the
+// interpreter would compile on every start. Sealed, so nothing that shares the
+// file description, the program included, can change what a later reader sees.
+#include <span>
+
+#include "failure.hpp"
+
+namespace psych::launcher {
+
+/// Owns the memfd; closing it in the launcher after the fork leaves the child's copy alone.
+class bootstrap_fd {
+ public:
+  explicit bootstrap_fd(int fd) noexcept : fd_(fd) {}
+  bootstrap_fd(bootstrap_fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  bootstrap_fd& operator=(bootstrap_fd&&) = delete;
+  bootstrap_fd(const bootstrap_fd&) = delete;
+  bootstrap_fd& operator=(const bootstrap_fd&) = delete;
+  ~bootstrap_fd();
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+/// A close-on-exec memfd holding `blob` at offset 0, sealed against writes, resizing and further
+/// seals. Before the fork: the child only dup2()s it to fd 4.
+setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob);
+
+}  // namespace psych::launcher
