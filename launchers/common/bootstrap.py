@@ -1,9 +1,9 @@
 # psych bootstrap: the first and only Python code that runs in the sandboxed child.
 #
-# The launcher execs `<python> -I -S -c <stub> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE`
+# The launcher execs `<python> -I -S -c <loader> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE`
 # with cwd = the workspace, fd 0 = /dev/null, fds 1/2 = the host's stdout and stderr pipes,
-# fd 3 = the channel (docs/contract.md) and fd 4 = this file, precompiled; the stub
-# (bootstrap_stub.py) closes fd 4 and runs this in its globals. Before reading anything it sends
+# fd 3 = the channel (docs/contract.md) and fd 4 = this file, precompiled; the loader
+# (bootstrap_loader.py) closes fd 4 and runs this in its globals. Before reading anything it sends
 # `hello` with what it observes of its own containment, then waits for `abort` or `run`,
 # runs exactly one program and answers `done`. Nothing of the program is parsed before
 # `run`, and a failing program is reported as data, never as a crash of the bootstrap.

@@ -2,7 +2,7 @@
 #
 #   python3 compile_bootstrap.py bootstrap.py bootstrap.blob
 #
-# The blob, which the launcher hands the child as fd 4 and bootstrap_stub.py reads:
+# The blob, which the launcher hands the child as fd 4 and bootstrap_loader.py reads:
 #
 #   magic    4 bytes   this interpreter's import MAGIC_NUMBER (the bytecode format's version)
 #   length   4 bytes   little-endian length of the code that follows

@@ -1,5 +1,5 @@
 #pragma once
-// The bootstrap reaches the child as a sealed memfd on fd 4 (bootstrap_stub.py
+// The bootstrap reaches the child as a sealed memfd on fd 4 (bootstrap_loader.py
 // reads it, closes it, and runs what it holds), not as a `-c` source the
 // interpreter would compile on every start. Sealed, so nothing that shares the
 // file description, the program included, can change what a later reader sees.

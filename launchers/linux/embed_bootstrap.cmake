@@ -1,6 +1,6 @@
 # Turns the bootstrap into a C++ header at build time:
-#   cmake -DSTUB=bootstrap_stub.py -DBLOB=bootstrap.blob -DOUTPUT=psych_bootstrap.hpp -P embed_bootstrap.cmake
-# STUB is the interpreter's `-c` argument; BLOB is what compile_bootstrap.py made of bootstrap.py
+#   cmake -DLOADER=bootstrap_loader.py -DBLOB=bootstrap.blob -DOUTPUT=psych_bootstrap.hpp -P embed_bootstrap.cmake
+# LOADER is the interpreter's `-c` argument; BLOB is what compile_bootstrap.py made of bootstrap.py
 # (magic, length, marshalled code, source), which the child reads from fd 4.
 # Bytes rather than raw string literals, so no delimiter can collide with the contents.
 
@@ -19,21 +19,21 @@ function(psych_bytes_of path out_var out_size)
   set(${out_size} "${size}" PARENT_SCOPE)
 endfunction()
 
-psych_bytes_of("${STUB}" stub_bytes stub_size)
-# The stub travels as one execve argument: no NUL can cross, and Linux caps one argument at
+psych_bytes_of("${LOADER}" loader_bytes loader_size)
+# The loader travels as one execve argument: no NUL can cross, and Linux caps one argument at
 # 128 KiB (MAX_ARG_STRLEN).
-if(stub_size GREATER_EQUAL 131072)
-  message(FATAL_ERROR "${STUB} is ${stub_size} bytes; one argument may hold at most 131071")
+if(loader_size GREATER_EQUAL 131072)
+  message(FATAL_ERROR "${LOADER} is ${loader_size} bytes; one argument may hold at most 131071")
 endif()
-if(stub_bytes MATCHES "0x00,")
-  message(FATAL_ERROR "${STUB} holds a NUL byte, which cannot be passed as an argument")
+if(loader_bytes MATCHES "0x00,")
+  message(FATAL_ERROR "${LOADER} holds a NUL byte, which cannot be passed as an argument")
 endif()
 psych_bytes_of("${BLOB}" blob_bytes blob_size)
 if(blob_size LESS 8)
   message(FATAL_ERROR "${BLOB} is ${blob_size} bytes, shorter than its own header")
 endif()
 
-file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/common/bootstrap_stub.py and bootstrap.py by embed_bootstrap.cmake.
+file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/common/bootstrap_loader.py and bootstrap.py by embed_bootstrap.cmake.
 // Do not edit.
 #pragma once
 #include <span>
@@ -41,11 +41,11 @@ file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/common/bootstrap_stub.py
 
 namespace psych::launcher {
 
-inline constexpr char bootstrap_stub_bytes[] = {
-  ${stub_bytes}};
+inline constexpr char bootstrap_loader_bytes[] = {
+  ${loader_bytes}};
 
 /// The interpreter's `-c` argument: loads the bootstrap from fd 4 and runs it.
-inline constexpr std::string_view bootstrap_stub{bootstrap_stub_bytes, sizeof bootstrap_stub_bytes};
+inline constexpr std::string_view bootstrap_loader{bootstrap_loader_bytes, sizeof bootstrap_loader_bytes};
 
 inline constexpr unsigned char bootstrap_blob_bytes[] = {
   ${blob_bytes}};

@@ -2,7 +2,7 @@
 // File descriptors (docs/contract.md, "Channels"): the host hands the launcher
 // 0 /dev/null, 1 stdout, 2 stderr, 3 control, 4 channel. The child gets 0-2
 // as they are, the channel as its fd 3 and the sealed bootstrap memfd as its
-// fd 4 (which the bootstrap stub closes before anything else runs), and
+// fd 4 (which the bootstrap loader closes before anything else runs), and
 // nothing else survives exec.
 #include "failure.hpp"
 
@@ -12,7 +12,7 @@ inline constexpr int control_fd = 3;
 inline constexpr int channel_fd = 4;
 /// Where the bootstrap finds the channel.
 inline constexpr int child_channel_fd = 3;
-/// Where the bootstrap stub finds the bootstrap (bootstrap_fd.hpp).
+/// Where the bootstrap loader finds the bootstrap (bootstrap_fd.hpp).
 inline constexpr int child_bootstrap_fd = 4;
 
 /// Before anything else: fds 0-4 must all be open, or the host broke the contract.

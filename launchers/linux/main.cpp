@@ -73,7 +73,7 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
 
   const child_plan plan{.interpreter = launch.interpreter,
-                        .argv = bootstrap_argv(launch, bootstrap_stub),
+                        .argv = bootstrap_argv(launch, bootstrap_loader),
                         .environment = std::move(request.environment),
                         .workspace = launch.workspace,
                         .rlimits = plan_rlimits(launch.limits, launch.open_files, base),

@@ -18,8 +18,8 @@
 
 namespace psych::launcher {
 
-string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view stub) {
-  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(stub), launch.token,
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view loader) {
+  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(loader), launch.token,
                         launch.canary, std::to_string(launch.probe.ipv4_port),
                         std::to_string(launch.probe.ipv6_port), launch.workspace});
 }

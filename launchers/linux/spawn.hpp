@@ -30,11 +30,11 @@ struct child_plan {
   int bootstrap_fd = -1;  ///< the sealed memfd (bootstrap_fd.hpp), the child's fd 4
 };
 
-/// `<interpreter> -I -S -c <stub> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
+/// `<interpreter> -I -S -c <loader> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
 /// isolated mode (no user site, no PYTHON* variables, no script directory on sys.path) and no
-/// `site`, so nothing outside the interpreter's own library runs before the bootstrap. The stub
+/// `site`, so nothing outside the interpreter's own library runs before the bootstrap. The loader
 /// loads the bootstrap itself from fd 4.
-string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view stub);
+string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view loader);
 
 struct spawned {
   pid_t pid = 0;

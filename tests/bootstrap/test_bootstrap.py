@@ -3,8 +3,8 @@
 
 The bootstrap is spawned as `<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT
 WORKSPACE`, cwd = a fresh workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a
-SOCK_STREAM socketpair. The Linux launcher passes bootstrap_stub.py as the `-c` source instead,
-with the precompiled bootstrap on fd 4; the stub's own tests (test_stub_*) spawn it that way.
+SOCK_STREAM socketpair. The Linux launcher passes bootstrap_loader.py as the `-c` source instead,
+with the precompiled bootstrap on fd 4; the loader's own tests (test_loader_*) spawn it that way.
 
 Run with `python3 test_bootstrap.py`; BOOTSTRAP_PYTHON=/path/to/python3 picks the
 interpreter the bootstrap runs under (default: the one running this file).
@@ -31,8 +31,8 @@ COMMON = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common"))
 BOOTSTRAP_PATH = os.path.join(COMMON, "bootstrap.py")
 with open(BOOTSTRAP_PATH, encoding="utf-8") as source_file:
     BOOTSTRAP = source_file.read()
-with open(os.path.join(COMMON, "bootstrap_stub.py"), encoding="utf-8") as source_file:
-    STUB = source_file.read()
+with open(os.path.join(COMMON, "bootstrap_loader.py"), encoding="utf-8") as source_file:
+    LOADER = source_file.read()
 sys.path.insert(0, COMMON)
 from compile_bootstrap import make_blob  # noqa: E402  (the build's own blob format)
 sys.path.pop(0)
@@ -68,7 +68,7 @@ class Child:
 
     def __init__(self, canary=None, ipv4_port=0, ipv6_port=0, environment=None, extra_flags=(),
                  argv=None, setup=None, user=None, blob=None):
-        """blob: run bootstrap_stub.py with these bytes on fd 4, as the launcher does."""
+        """blob: run bootstrap_loader.py with these bytes on fd 4, as the launcher does."""
         self.workspace = tempfile.mkdtemp(prefix="psych-ws-")
         os.chmod(self.workspace, 0o777)
         if canary is None:
@@ -89,7 +89,7 @@ class Child:
 
         args = argv if argv is not None else [TOKEN, canary, str(ipv4_port), str(ipv6_port), self.workspace]
         self.process = subprocess.Popen(
-            [PYTHON, "-I", "-S", *extra_flags, "-c", BOOTSTRAP if blob is None else STUB, *args], cwd=self.workspace,
+            [PYTHON, "-I", "-S", *extra_flags, "-c", BOOTSTRAP if blob is None else LOADER, *args], cwd=self.workspace,
             env=ENVIRONMENT if environment is None else environment, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(3,) if blob is None else (3, 4),
             preexec_fn=in_child, user=user)
@@ -665,7 +665,7 @@ def test_large_program_runs():
     assert value_of(program) == 99999
 
 
-# ---- the stub: how the launcher starts the bootstrap ------------------------------------------
+# ---- the loader: how the launcher starts the bootstrap ------------------------------------------
 
 def magic_of_python():
     return subprocess.run([PYTHON, "-I", "-S", "-c", "import sys; sys.stdout.buffer.write("
@@ -678,16 +678,16 @@ def blob_with(code, source, magic):
     return magic + len(code).to_bytes(4, "little") + code + source
 
 
-def test_stub_runs_the_precompiled_bootstrap():
+def test_loader_runs_the_precompiled_bootstrap():
     blob = make_blob(BOOTSTRAP.encode(), magic_of_python())
-    # The source half is poison: if the stub compiled it, the child would die before hello.
+    # The source half is poison: if the loader compiled it, the child would die before hello.
     poisoned = blob[:len(blob) - len(BOOTSTRAP.encode())] + b"raise SystemExit('the source was compiled')"
     done, _, _, stderr, code, hello = run("return 1", blob=poisoned)
     assert (code, done) == (0, {"type": "done", "ok": True, "value": 1}), (code, done, stderr)
     assert hello["type"] == "hello" and set(hello["report"]) >= HELLO_KEYS, hello
 
 
-def test_stub_compiles_the_source_under_another_magic():
+def test_loader_compiles_the_source_under_another_magic():
     # Another interpreter version: its bytecode (here garbage) is never unmarshalled.
     blob = blob_with(b"\x00not marshal data", BOOTSTRAP.encode(), b"\xff\xff\r\n")
     done, _, _, stderr, code, hello = run("import sys\nreturn sys.argv", blob=blob)
@@ -695,7 +695,7 @@ def test_stub_compiles_the_source_under_another_magic():
     assert hello["token"] == TOKEN
 
 
-def test_stub_closes_fd_4_before_the_program_runs():
+def test_loader_closes_fd_4_before_the_program_runs():
     # readlink opens nothing, so fd 4 is asked about before anything could reuse the number.
     program = """import os
 def target(fd):
@@ -710,7 +710,7 @@ return {"fd4": fd4, "all": [target(int(fd)) for fd in os.listdir("/proc/self/fd"
     assert not any("memfd:" in target for target in value["all"]), value
 
 
-def test_stub_refuses_a_truncated_blob_with_exit_3():
+def test_loader_refuses_a_truncated_blob_with_exit_3():
     for blob in (b"", make_blob(BOOTSTRAP.encode(), magic_of_python())[:1000]):
         child = Child(blob=blob)
         assert child.read_line() is None  # no hello: nothing ran
@@ -743,7 +743,7 @@ def imported_modules(program=None):
 def wall_times_ms(args, queued=b"", repeats=25, blob=None):
     """Spawn-to-exit times of `<python> -I -S <args>` with fd 3 set up identically for all
     runs and the host's frame already queued, so only the interpreter's own work differs.
-    blob: also on fd 4, as the launcher hands it to the stub."""
+    blob: also on fd 4, as the launcher hands it to the loader."""
     samples = []
     for _ in range(repeats):
         host, child = socket.socketpair()
@@ -808,11 +808,11 @@ def test_startup_cost_of_return_1():
     bootstrap_args = ["-c", BOOTSTRAP, TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir()]
     bare_min, bare_median = wall_times_ms(["-c", "pass"])
     boot_min, boot_median = wall_times_ms(bootstrap_args, run_frame)
-    stub_min, stub_median = wall_times_ms(["-c", STUB, *bootstrap_args[2:]], run_frame,
+    loader_min, loader_median = wall_times_ms(["-c", LOADER, *bootstrap_args[2:]], run_frame,
                                           blob=make_blob(BOOTSTRAP.encode(), magic_of_python()))
     print(f"    spawn to exit, min/median of 25: bare {bare_min:.1f}/{bare_median:.1f} ms; "
           f"bootstrap running `return 1` {boot_min:.1f}/{boot_median:.1f} ms as source, "
-          f"{stub_min:.1f}/{stub_median:.1f} ms precompiled through the stub (as the launcher runs it)")
+          f"{loader_min:.1f}/{loader_median:.1f} ms precompiled through the loader (as the launcher runs it)")
     compile_ms = subprocess.run(
         [PYTHON, "-I", "-S", "-c", "import sys, time\nsource = sys.argv[1]\nbest = 1e9\nfor _ in range(20):\n"
          "    started = time.perf_counter(); compile(source, '<string>', 'exec')\n"

@@ -1,5 +1,5 @@
 // The bootstrap reaches the child as a sealed memfd on fd 4, and only the
-// bootstrap stub ever holds it: fds 0-4 cross exec, fds 0-3 reach the program.
+// bootstrap loader ever holds it: fds 0-4 cross exec, fds 0-3 reach the program.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -70,7 +70,7 @@ TEST_CASE("exactly fds 0-4 cross exec: the channel on 3, the sealed bootstrap on
   CHECK(seen.fds.at(4).starts_with("/memfd:psych-bootstrap"));
   CHECK(std::stoi(seen.facts.at("seals")) == (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE));
   CHECK(seen.facts.at("blob") == "1");
-  CHECK(seen.facts.at("stub").starts_with("# psych bootstrap stub"));
+  CHECK(seen.facts.at("loader").starts_with("# psych bootstrap loader"));
 }
 
 TEST_CASE("the program never sees the bootstrap's fd 4") {

@@ -1,12 +1,12 @@
 // A stand-in interpreter for the launcher's tests: it reports what crossed exec
 // instead of running the bootstrap. The launcher runs it exactly as it would run
-// Python (`<interpreter> -I -S -c <stub> <token> ...`); it writes one line per
+// Python (`<interpreter> -I -S -c <loader> <token> ...`); it writes one line per
 // fact to stdout and exits 0.
 //
 //   fd <n> <readlink target>   every open descriptor but the one listing them
 //   seals <mask>               F_GET_SEALS of fd 4
 //   blob <ok>                  1 when fd 4 reads, from offset 0, as magic + length + code + source
-//   stub <first line>          the first line of the -c argument
+//   loader <first line>          the first line of the -c argument
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
   std::printf("seals %d\n", ::fcntl(4, F_GET_SEALS));
   std::printf("blob %d\n", blob_is_well_formed(4) ? 1 : 0);
   if (argc > 4) {
-    const std::string_view stub = argv[4];
-    std::printf("stub %.*s\n", static_cast<int>(stub.substr(0, stub.find('\n')).size()), stub.data());
+    const std::string_view loader = argv[4];
+    std::printf("loader %.*s\n", static_cast<int>(loader.substr(0, loader.find('\n')).size()), loader.data());
   }
   return 0;
 }

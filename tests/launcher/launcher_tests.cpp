@@ -161,7 +161,7 @@ return {"environ": sorted(e.split(b'=', 1)[0].decode() for e in environ if e),
     if (v6.port != 0) CHECK(std::string(report["network"]["ipv6"]["outcome"].GetString()) == "denied");
   }
 
-  // fd 4 crosses exec too, and the bootstrap stub closes it first (bootstrap_fd_tests.cpp).
+  // fd 4 crosses exec too, and the bootstrap loader closes it first (bootstrap_fd_tests.cpp).
   SUBCASE("the environment is exactly the launch's, and only fds 0-3 reach the program") {
     std::vector<std::string> expected;
     for (const auto& [key, value] : launch.environment) expected.push_back(key);

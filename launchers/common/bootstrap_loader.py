@@ -1,4 +1,4 @@
-# psych bootstrap stub: the launcher's `-c` argument. It loads the bootstrap from fd 4
+# psych bootstrap loader: the launcher's `-c` argument. It loads the bootstrap from fd 4
 # (the blob compile_bootstrap.py made: magic, length, marshalled code, source) and runs
 # it in these globals, with sys.argv as the launcher passed it. The interpreter compiles
 # only these few lines at start; the bootstrap's own code is unmarshalled (~0.4 ms), not
@@ -25,7 +25,7 @@ def load(fd=4):
 try:
     bootstrap_code = load()
 except Exception as error:
-    posix.write(2, f"psych bootstrap stub: cannot load the bootstrap from fd 4: {error!r}\n".encode())
+    posix.write(2, f"psych bootstrap loader: cannot load the bootstrap from fd 4: {error!r}\n".encode())
     raise SystemExit(3) from None
 del load
 exec(bootstrap_code)  # in these globals: the bootstrap tells its frames from the program's by them
