@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -167,42 +168,58 @@ std::string same_uid_guidance() {
 
 }  // namespace
 
-std::vector<backend_info> detect_local_backends(const local_sandbox_options& options) {
-  backend_info process{process_backend, isolation_level::process, false, {}};
+namespace {
+
+/// A local backend as found on this host: what detect_local_backends() reports,
+/// and, when it is available, how to build it from what the search resolved.
+struct candidate {
+  backend_info info;
+  std::function<std::unique_ptr<sandbox>()> build;
+};
+
+std::vector<candidate> local_candidates(const local_sandbox_options& options) {
+  candidate process{{process_backend, isolation_level::process, false, {}}, nullptr};
   auto launcher = find_launcher(options);
   auto python = host::resolve_interpreter(options.python_bin);
-  if (!launcher) process.reason = launcher.error().message();
-  else if (!python) process.reason = python.error().message();
-  else if (::geteuid() != 0 && !options.allow_same_uid) process.reason = same_uid_guidance();
+  if (!launcher) process.info.reason = launcher.error().message();
+  else if (!python) process.info.reason = python.error().message();
+  else if (::geteuid() != 0 && !options.allow_same_uid) process.info.reason = same_uid_guidance();
   else {
-    process.available = true;
-    process.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
+    process.info.available = true;
+    process.info.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
+    process.build = [options, path = launcher.value(), interpreter = python.value()] {
+      return std::unique_ptr<sandbox>(std::make_unique<linux_process_sandbox>(options, path, interpreter));
+    };
   }
-  backend_info namespaces{namespace_backend, isolation_level::isolated, false,
-                          "this version of psych has no namespace launcher yet; for isolation=isolated use a "
-                          "container or a remote sandbox service"};
-  return {process, namespaces};
+  candidate namespaces{{namespace_backend, isolation_level::isolated, false,
+                        "this version of psych has no namespace launcher yet; for isolation=isolated use a "
+                        "container or a remote sandbox service"},
+                       nullptr};
+  return {std::move(process), std::move(namespaces)};
+}
+
+}  // namespace
+
+std::vector<backend_info> detect_local_backends(const local_sandbox_options& options) {
+  std::vector<backend_info> infos;
+  for (auto& found : local_candidates(options)) infos.push_back(std::move(found.info));
+  return infos;
 }
 
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
   if (options.default_limits) {
     PSYCH_TRY(validate_limits(*options.default_limits));
   }
-  auto backends = detect_local_backends(options);
+  auto candidates = local_candidates(options);
   // The strongest first: a caller asking for process gets isolated when it is there.
-  std::stable_sort(backends.begin(), backends.end(),
-                   [](const auto& a, const auto& b) { return a.isolation > b.isolation; });
-  for (const auto& backend : backends) {
-    if (backend.isolation < options.isolation) continue;
-    if (!backend.available) continue;
-    auto launcher = find_launcher(options);
-    auto python = host::resolve_interpreter(options.python_bin);
-    return std::unique_ptr<sandbox>(
-        std::make_unique<linux_process_sandbox>(options, std::move(launcher).value(), std::move(python).value()));
-  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.info.isolation > b.info.isolation; });
+  for (const auto& found : candidates)
+    if (found.info.isolation >= options.isolation && found.info.available) return found.build();
   std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));
-  for (const auto& backend : backends)
-    if (backend.isolation >= options.isolation) why.append(fmt::format("; {}: {}", backend.name, backend.reason));
+  for (const auto& found : candidates)
+    if (found.info.isolation >= options.isolation)
+      why.append(fmt::format("; {}: {}", found.info.name, found.info.reason));
   return failure(error_kind::sandbox_setup, why);
 }
 

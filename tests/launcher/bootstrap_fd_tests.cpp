@@ -20,11 +20,6 @@ using namespace psych::testing;
 
 namespace {
 
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  MESSAGE("skipped: the launcher tests need root");
-  return false;
-}
 
 /// fd_report's lines: "fd <n> <target>" into `fds`, every other "<key> <rest>" into `facts`.
 struct report {

@@ -25,12 +25,19 @@ using namespace psych::testing;
 
 namespace {
 
-/// The tests drop to another uid and chown the workspace: they need root, as CI has.
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  MESSAGE("skipped: the launcher tests need root (they drop to uid ", test_uid, ")");
-  return false;
+/// Sends the default launch and reads `started` and the child's hello: the interpreter is up
+/// and waiting for `run`. Returns its pid.
+pid_t start_until_hello(launcher& process, const scratch& dir) {
+  process.send(default_launch(dir));
+  const auto line = process.control_line();
+  REQUIRE(line);
+  auto frame = protocol::decode_frame<protocol::started_frame>(*line);
+  REQUIRE(frame);
+  const auto child = static_cast<pid_t>(std::get<protocol::started_frame>(frame.value()).pid);
+  REQUIRE(process.channel_line());
+  return child;
 }
+
 
 /// A loopback TCP listener: what the child's network probe tries to reach.
 struct listener {
@@ -491,13 +498,7 @@ TEST_CASE("when the host goes away the launcher ends the tree and exits") {
   if (!have_root()) return;
   scratch dir;
   launcher process;
-  process.send(default_launch(dir));
-  const auto line = process.control_line();
-  REQUIRE(line);
-  auto frame = protocol::decode_frame<protocol::started_frame>(*line);
-  REQUIRE(frame);
-  const auto child = static_cast<pid_t>(std::get<protocol::started_frame>(frame.value()).pid);
-  REQUIRE(process.channel_line());  // hello: the interpreter is up and waiting for `run`
+  const pid_t child = start_until_hello(process, dir);
   process.close_control();
   CHECK(process.wait() == 1);
   CHECK(process_gone(child));
@@ -507,13 +508,7 @@ TEST_CASE("a termination signal to the launcher ends the tree and still answers 
   if (!have_root()) return;
   scratch dir;
   launcher process;
-  process.send(default_launch(dir));
-  const auto line = process.control_line();
-  REQUIRE(line);
-  auto frame = protocol::decode_frame<protocol::started_frame>(*line);
-  REQUIRE(frame);
-  const auto child = static_cast<pid_t>(std::get<protocol::started_frame>(frame.value()).pid);
-  REQUIRE(process.channel_line());
+  const pid_t child = start_until_hello(process, dir);
   ::kill(process.pid(), SIGTERM);
   const auto reply = process.control_line();
   REQUIRE(reply);
@@ -600,13 +595,7 @@ TEST_CASE("the interpreter dies with the launcher (PR_SET_PDEATHSIG survives the
   // Orphans come to this test process, so it can reap the interpreter and read how it died.
   REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0);
   launcher process;
-  process.send(default_launch(dir));
-  const auto line = process.control_line();
-  REQUIRE(line);
-  auto frame = protocol::decode_frame<protocol::started_frame>(*line);
-  REQUIRE(frame);
-  const auto child = static_cast<pid_t>(std::get<protocol::started_frame>(frame.value()).pid);
-  REQUIRE(process.channel_line());
+  const pid_t child = start_until_hello(process, dir);
   ::kill(process.pid(), SIGKILL);
   CHECK(process.wait() == 128 + SIGKILL);
   int status = 0;

@@ -23,11 +23,6 @@ using namespace psych::testing;
 
 namespace {
 
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  MESSAGE("skipped: the launcher tests need root");
-  return false;
-}
 
 /// How a held process looks to the kernel.
 struct shape {

@@ -9,6 +9,9 @@
 #include <string_view>
 
 #include <sys/types.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <rapidjson/document.h>
 
@@ -38,6 +41,14 @@ struct scratch {
 
 /// A launch frame that should succeed: run_as test_uid, network none, generous limits.
 protocol::launch_frame default_launch(const scratch& dir);
+
+/// The launcher tests drop to another uid and chown the workspace: they need root, as CI has.
+/// Says why a case is skipped otherwise.
+inline bool have_root() {
+  if (::geteuid() == 0) return true;
+  MESSAGE("skipped: the launcher tests need root (they drop to another uid)");
+  return false;
+}
 
 /// Lines from a blocking fd, each within a deadline.
 class line_source {
