@@ -65,7 +65,6 @@ struct launched {
 /// then the fork.
 setup_result<launched> start(accepted_request& request) {
   const auto& launch = request.launch;
-  PSYCH_TRY(auto filter, build_filter(launch.network));
   PSYCH_TRY(become_subreaper());
   PSYCH_TRY(auto base, count_tasks_of(request.identity.uid));
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
@@ -78,7 +77,7 @@ setup_result<launched> start(accepted_request& request) {
                         .workspace = launch.workspace,
                         .rlimits = plan_rlimits(launch.limits, launch.open_files, base),
                         .identity = request.identity,
-                        .filter = &filter,
+                        .filter = filter_for(launch.network),
                         .bootstrap_fd = bootstrap.get()};
   PSYCH_TRY(auto child, spawn(plan));
 

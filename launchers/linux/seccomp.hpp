@@ -4,8 +4,9 @@
 // into "a process that can reach the kernel's attack surface or another
 // process's memory": tracing, namespaces, mounts, keyrings, BPF, io_uring,
 // module loading, terminal injection, and (without a network grant) every
-// socket family but AF_UNIX.
-#include <vector>
+// socket family but AF_UNIX. The rules are in seccomp_rules.cpp; the launcher
+// carries them compiled to BPF at build time.
+#include <span>
 
 #include <linux/filter.h>
 
@@ -14,24 +15,14 @@
 
 namespace psych::launcher {
 
-/// The filter for one launch as a BPF program, compiled by libseccomp in the launcher before
-/// the fork: a rule libseccomp rejects is reported before any child exists, and the child only
-/// makes the one system call that installs it. (Generating the program in the child, as
-/// seccomp_load does, cost ~0.2 ms of every start.)
-class seccomp_filter {
- public:
-  explicit seccomp_filter(std::vector<sock_filter> program) : program_(std::move(program)) {}
-  [[nodiscard]] const std::vector<sock_filter>& program() const noexcept { return program_; }
+/// One launch's filter: a BPF program that lives as long as the launcher.
+using seccomp_filter = std::span<const sock_filter>;
 
- private:
-  std::vector<sock_filter> program_;
-};
-
-/// The filter for one launch: the deny list always; the socket rule unless network is unrestricted.
-setup_result<seccomp_filter> build_filter(network_access network);
+/// The precompiled program for this network grant.
+seccomp_filter filter_for(network_access network) noexcept;
 
 /// In the child, after PR_SET_NO_NEW_PRIVS and immediately before exec: seccomp(2) with no flags,
 /// which is what seccomp_load does with libseccomp's default attributes.
-setup_result<void> install_filter(const seccomp_filter& filter);
+setup_result<void> install_filter(seccomp_filter filter);
 
 }  // namespace psych::launcher

@@ -63,7 +63,7 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
     return fail(system_failure("workspace", "chdir", errno, plan.workspace));
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
-  PSYCH_TRY(install_filter(*plan.filter));
+  PSYCH_TRY(install_filter(plan.filter));
   ::execve(plan.interpreter.c_str(), plan.argv.data(), plan.environment.data());
   return fail(system_failure("exec", "execve", errno, plan.interpreter));
 }

@@ -26,7 +26,7 @@ struct child_plan {
   std::string workspace;
   rlimit_plan rlimits;
   identity_plan identity;
-  const seccomp_filter* filter = nullptr;
+  seccomp_filter filter;
   int bootstrap_fd = -1;  ///< the sealed memfd (bootstrap_fd.hpp), the child's fd 4
 };
 

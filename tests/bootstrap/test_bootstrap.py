@@ -660,6 +660,29 @@ def test_program_garbage_is_still_finalized_at_exit():
     assert (done["value"], stdout, code) == (1, "bye\n", 0), (done, stdout, stderr)
 
 
+def test_open_file_in_a_global_is_flushed_before_done():
+    # The child may end with _exit after done: what shutdown would flush must already be on disk
+    # when the host sees done, whether held by a global, a cycle, or a __del__.
+    with tempfile.TemporaryDirectory() as where:
+        path = os.path.join(where, "out.txt")
+        program = (f"f = open({path!r}, 'w')\nf.write('kept')\n"
+                   f"class Node:\n    pass\nn = Node()\nn.me = n\nn.file = open({path!r} + '.2', 'w')\n"
+                   f"n.file.write('cycle')\nreturn 1")
+        done, _, _, stderr, code, _ = run(program)
+        assert (done["value"], code) == (1, 0), (done, stderr)
+        assert open(path).read() == "kept" and open(path + ".2").read() == "cycle"
+
+
+def test_threads_and_atexit_still_run_after_done():
+    # The fast exit is taken only when shutdown has nothing to do for the program.
+    program = ("import threading, time\ndef late():\n    time.sleep(0.2)\n    print('thread', flush=True)\n"
+               "threading.Thread(target=late).start()\nreturn 1")
+    done, _, stdout, _, code, _ = run(program)
+    assert (done["value"], stdout, code) == (1, "thread\n", 0)
+    done, _, stdout, _, code, _ = run("import atexit\natexit.register(print, 'atexit')\nreturn 2")
+    assert (done["value"], stdout, code) == (2, "atexit\n", 0)
+
+
 def test_large_program_runs():
     program = "".join(f"v{i} = {i}\n" for i in range(100_000)) + "return v99999"
     assert value_of(program) == 99999
