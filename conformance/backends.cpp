@@ -33,11 +33,13 @@ const std::vector<backend_under_test>& backends() {
   static const std::vector<backend_under_test> all = [] {
     psych::local_sandbox_options process;
     process.isolation = psych::isolation_level::process;
+    process.backend = "linux-process";
     process.run_as_uid = process.run_as_gid = suite_uid;
     process.temp_root = temp_root();
     process.allow_same_uid = ::geteuid() != 0;  // unprivileged CI: the only way to run at all
     psych::local_sandbox_options isolated = process;
     isolated.isolation = psych::isolation_level::isolated;
+    isolated.backend = "linux-namespaces";
     return std::vector<backend_under_test>{{"linux-process", process}, {"linux-isolated", isolated}};
   }();
   return all;

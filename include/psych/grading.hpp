@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct grading_expectation {
   std::optional<std::int64_t> run_as_gid;
   std::int64_t worker_uid = 0;
   std::vector<std::string> environment_keys;  ///< every key the host set, sorted
+  /// The host's own namespace ids by kind ("mnt", "pid", ...), read by the host: a namespace the
+  /// launcher reports counts only where the child observed an id different from these.
+  std::map<std::string, std::string> host_namespace_ids;
 };
 
 struct containment_grade {
@@ -58,14 +62,58 @@ inline bool readback_matches(const rlimit_pair& seen, std::int64_t set) {
   return set >= 0 && seen[0] == set && (seen[1] == -1 || seen[1] >= seen[0]);
 }
 
-inline enforcement grade_filesystem(const mechanism_report& m, const child_report& c,
-                                    std::vector<std::string>& problems) {
+/// The kind of /proc/self/ns/<kind> that a mechanism name stands for.
+inline std::string_view namespace_kind(std::string_view mechanism) {
+  return mechanism == "mount" ? std::string_view("mnt") : mechanism;
+}
+
+/// The launcher says it made the namespace, and the child sees another one than the host's.
+inline bool namespace_held(const grading_expectation& e, const mechanism_report& m, const child_report& c,
+                           std::string_view mechanism) {
+  if (!has(m.namespaces, mechanism)) return false;
+  const std::string kind(namespace_kind(mechanism));
+  const auto child = c.namespace_ids.find(kind);
+  const auto host = e.host_namespace_ids.find(kind);
+  return child != c.namespace_ids.end() && host != e.host_namespace_ids.end() && !child->second.empty() &&
+         !host->second.empty() && child->second != host->second;
+}
+
+/// Every namespace the launcher reported, held as the child observed it; each one that is not
+/// is a problem in words.
+inline bool namespaces_held(const grading_expectation& e, const mechanism_report& m, const child_report& c,
+                            std::vector<std::string>& problems) {
+  bool all = true;
+  for (const auto& mechanism : m.namespaces)
+    if (!namespace_held(e, m, c, mechanism)) {
+      problems.push_back("namespaces: the launcher reports a " + mechanism +
+                         " namespace, but the child observed the host's own (or none)");
+      all = false;
+    }
+  return all;
+}
+
+inline bool only_the_built_root(const mechanism_report& m, const child_report& c) {
+  return !m.root_entries.empty() && !c.root_entries.empty() &&
+         std::all_of(c.root_entries.begin(), c.root_entries.end(),
+                     [&](const std::string& name) { return has(m.root_entries, name); });
+}
+
+inline enforcement grade_filesystem(const grading_expectation& e, const mechanism_report& m,
+                                    const child_report& c, std::vector<std::string>& problems) {
   if (c.canary.readable) {
     problems.emplace_back("filesystem: the child read the host canary file");
     return enforcement::unavailable;
   }
-  // Only a real boundary proves more than "this one file was out of reach".
-  if (has(m.namespaces, "mount") && !c.root_is_host) return enforcement::enforced;
+  // Only a real boundary proves more than "this one file was out of reach": another mount
+  // namespace whose root holds nothing but what the launcher put there.
+  if (namespace_held(e, m, c, "mount") && only_the_built_root(m, c)) return enforcement::enforced;
+  if (has(m.namespaces, "mount")) {
+    std::string extra;
+    for (const auto& name : c.root_entries)
+      if (!has(m.root_entries, name)) extra.append(extra.empty() ? "" : ", ").append(name);
+    problems.emplace_back("filesystem: the child's root is not the minimal root the launcher built" +
+                          (extra.empty() ? std::string(" (it saw no root at all)") : " (it also holds: " + extra + ")"));
+  }
   if (m.landlock_abi > 0) return enforcement::unverified;
   return enforcement::unavailable;  // an unreadable canary here is file permissions, not containment
 }
@@ -81,14 +129,26 @@ inline enforcement grade_network(const grading_expectation& e, const mechanism_r
                               .append(")"));
     return enforcement::unavailable;
   }
-  if (probe_blocked(v4.outcome) && probe_blocked(v6.outcome)) return enforcement::enforced;
+  const bool blocked = probe_blocked(v4.outcome) && probe_blocked(v6.outcome);
+  if (has(m.namespaces, "net")) {
+    // A network namespace is the boundary: it must be the child's own, and hold no route.
+    if (blocked && namespace_held(e, m, c, "net") && c.network_routes == 0) return enforcement::enforced;
+    problems.emplace_back("network: the child's network namespace is not an empty one of its own (" +
+                          std::to_string(c.network_routes) + " routes seen)");
+    return enforcement::unverified;
+  }
+  if (blocked) return enforcement::enforced;
   const bool mechanism = m.seccomp == seccomp_state::filter || has(m.namespaces, "net");
   return mechanism ? enforcement::unverified : enforcement::unavailable;
 }
 
-inline enforcement grade_process_tree(const mechanism_report& m, const child_report& c,
-                                      std::vector<std::string>& problems) {
-  if (has(m.namespaces, "pid") && c.pid == 1) return enforcement::enforced;
+inline enforcement grade_process_tree(const grading_expectation& e, const mechanism_report& m,
+                                      const child_report& c, std::vector<std::string>& problems) {
+  // In its own pid namespace, under the sandbox's init: init's end kills every process in it.
+  if (has(m.namespaces, "pid")) {
+    if (namespace_held(e, m, c, "pid") && c.ppid == 1) return enforcement::enforced;
+    problems.emplace_back("process_tree: the child is not under its own init in a pid namespace of its own");
+  }
   if (!m.session || !m.subreaper) return enforcement::unavailable;
   if (c.sid != c.pid || c.pgid != c.pid) {
     problems.emplace_back("process_tree: the child is not the leader of its own session");
@@ -97,9 +157,30 @@ inline enforcement grade_process_tree(const mechanism_report& m, const child_rep
   return enforcement::enforced;
 }
 
+/// "0 <host id> 1": the namespace's root, and nothing else, mapped to one host id.
+inline bool maps_only_root_to(const std::string& map, std::int64_t host_id) {
+  return map == "0 " + std::to_string(host_id) + " 1";
+}
+
+inline bool no_capabilities(const std::string& hex) {
+  return !hex.empty() && std::all_of(hex.begin(), hex.end(), [](char ch) { return ch == '0'; });
+}
+
 inline enforcement grade_identity(const grading_expectation& e, const mechanism_report& m,
                                   const child_report& c, std::vector<std::string>& problems) {
   if (!e.run_as_uid) return enforcement::unavailable;  // same uid as the worker: no drop exists
+  if (has(m.namespaces, "user")) {
+    // Root inside, the dedicated uid outside, and no capability left to use that root with.
+    const bool mapped = namespace_held(e, m, c, "user") && maps_only_root_to(c.uid_map, *e.run_as_uid) &&
+                        (!e.run_as_gid || maps_only_root_to(c.gid_map, *e.run_as_gid));
+    const bool powerless = c.uid == 0 && c.euid == 0 && no_capabilities(c.capabilities_effective) &&
+                           no_capabilities(c.capabilities_bounding);
+    const bool groups_ok = std::all_of(c.groups.begin(), c.groups.end(), [](std::int64_t g) { return g == 0; });
+    const bool lesser = *e.run_as_uid != 0 && *e.run_as_uid != e.worker_uid;
+    if (m.uid_drop && mapped && powerless && groups_ok && lesser) return enforcement::enforced;
+    problems.emplace_back("identity: the sandbox's root is not the requested lesser uid, or kept capabilities");
+    return enforcement::unavailable;
+  }
   const bool uid_ok = c.uid == *e.run_as_uid && c.euid == *e.run_as_uid;
   const bool gid_ok = !e.run_as_gid || (c.gid == *e.run_as_gid && c.egid == *e.run_as_gid);
   const bool groups_ok = std::all_of(c.groups.begin(), c.groups.end(),
@@ -147,17 +228,26 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   auto& problems = out.problems;
   const bool cgroup = m.cgroup != "none";
 
-  g.filesystem = detail::grade_filesystem(m, c, problems);
+  const bool namespaces = detail::namespaces_held(e, m, c, problems);
+  g.filesystem = detail::grade_filesystem(e, m, c, problems);
   g.network = detail::grade_network(e, m, c, problems);
-  g.process_tree = detail::grade_process_tree(m, c, problems);
+  g.process_tree = detail::grade_process_tree(e, m, c, problems);
   g.identity = detail::grade_identity(e, m, c, problems);
   const auto& want = e.limits;
   const auto& set = m.rlimits;
   const auto& seen = c.rlimits;
+  // RLIMIT_CPU is per process, and no cgroup CPU quota stands in for it: a tree of spinners each
+  // gets its own allowance (the wall clock still bounds them all).
   g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds,
-                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), cgroup, problems);
-  g.memory = detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes,
-                                  static_cast<std::int64_t>(want.address_space_bytes.value), false, problems);
+                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), false, problems);
+  // The cgroup's memory limit covers the whole tree (and /tmp's pages), but only counts where the
+  // child read the very limit back from inside.
+  const auto memory_bytes = static_cast<std::int64_t>(want.address_space_bytes.value);
+  const bool memory_cgroup = cgroup && c.cgroup_memory_limit == memory_bytes;
+  if (cgroup && !memory_cgroup)
+    problems.emplace_back("memory: the child did not read its cgroup's memory limit back as set");
+  g.memory = detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes, memory_bytes,
+                                  memory_cgroup, problems);
   // A file-size cap is per write, not per tree: the rlimit read back is the whole guarantee.
   g.file_size = detail::grade_rlimit("file_size", seen.file_size_bytes, set.file_size_bytes,
                                      static_cast<std::int64_t>(want.file_size_bytes.value), true, problems);
@@ -179,9 +269,15 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
                      g.environment == enforcement::enforced &&
                      g.cpu != enforcement::unavailable && g.memory != enforcement::unavailable &&
                      g.file_size != enforcement::unavailable && c.pid > 0;
-  const bool boundary = g.filesystem == enforcement::enforced && g.identity == enforcement::enforced &&
+  // A kernel boundary: namespaces the child observed as its own, a filesystem and network it
+  // could not reach out of, a tree under its own init, and a dedicated uid where the worker could
+  // give one (an unprivileged worker maps its own uid: identity stays unavailable, honestly).
+  const bool boundary = namespaces && g.filesystem == enforcement::enforced &&
+                        g.process_tree == enforcement::enforced &&
+                        (g.identity == enforcement::enforced || !e.run_as_uid) &&
                         (g.network == enforcement::enforced || e.network == network_access::unrestricted) &&
-                        detail::has(m.namespaces, "user") && detail::has(m.namespaces, "pid");
+                        detail::has(m.namespaces, "user") && detail::has(m.namespaces, "pid") &&
+                        detail::has(m.namespaces, "mount") && detail::has(m.namespaces, "net");
   if (floor) out.achieved = boundary ? isolation_level::isolated : isolation_level::process;
   else problems.emplace_back("below the process floor: separate process tree, scrubbed environment and limits");
   return out;

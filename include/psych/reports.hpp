@@ -5,6 +5,7 @@
 // enforced. Field names are the contract's (docs/contract.md).
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct mechanism_report {
   bool environment_built = false;
   applied_rlimits rlimits;
   std::int64_t process_count_base = 0;  ///< the target uid's processes before the child
+  /// The names directly under the root the launcher built (isolated); empty: the host's root.
+  std::vector<std::string> root_entries;
 };
 
 struct child_rlimits {
@@ -85,8 +88,17 @@ struct child_report {
   std::string cwd;
   bool cwd_is_workspace = false;  ///< same device and inode as the workspace the host made
   std::int64_t workspace_entries = -1;
-  std::string mnt_ns;
-  bool root_is_host = true;
+  /// The child's own namespace ids by kind ("mnt" -> "mnt:[4026531841]"); the host compares
+  /// them with its own, so a namespace counts only where the child observed a different one.
+  std::map<std::string, std::string> namespace_ids;
+  std::vector<std::string> root_entries;  ///< names under the child's "/", at most 256
+  std::string uid_map;                    ///< /proc/self/uid_map, whitespace collapsed
+  std::string gid_map;
+  std::string capabilities_effective;  ///< CapEff from /proc/self/status, hex
+  std::string capabilities_bounding;   ///< CapBnd
+  std::int64_t network_routes = -1;    ///< IPv4 + IPv6 routes the child's namespace holds
+  std::int64_t cgroup_memory_limit = -1;  ///< its cgroup's memory limit read from inside; -1 none
+  std::int64_t cgroup_pids_limit = -1;
   std::string python;
 };
 
@@ -96,7 +108,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
                         landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
-                        rlimits, process_count_base);
+                        rlimits, process_count_base, root_entries);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);
@@ -104,4 +116,6 @@ BOOST_HANA_ADAPT_STRUCT(psych::network_probe, outcome, error_number);
 BOOST_HANA_ADAPT_STRUCT(psych::network_observation, ipv4, ipv6);
 BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, euid, egid, groups,
                         no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
-                        cwd_is_workspace, workspace_entries, mnt_ns, root_is_host, python);
+                        cwd_is_workspace, workspace_entries, namespace_ids, root_entries, uid_map,
+                        gid_map, capabilities_effective, capabilities_bounding, network_routes,
+                        cgroup_memory_limit, cgroup_pids_limit, python);

@@ -130,6 +130,43 @@ def probe_loopback(family_name, address, port):
     return {"outcome": PROBE_OUTCOMES.get(code, "error"), "error_number": code}
 
 
+NAMESPACE_KINDS = ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup")
+
+
+RTF_UP, RTF_REJECT = 0x0001, 0x0200
+
+
+def usable_routes(text, flags_column):
+    """Routes that are up and not reject routes: a new namespace's IPv6 table holds two
+    unreachable placeholders on lo, which lead nowhere."""
+    count = 0
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            flags = int(fields[flags_column], 16)
+        except (IndexError, ValueError):
+            continue  # the IPv4 table's header, or a line this parser does not know
+        if flags & RTF_UP and not flags & RTF_REJECT:
+            count += 1
+    return count
+
+
+def count_routes():
+    """Usable IPv4 plus IPv6 routes; -1 when neither table can be read."""
+    v4 = observe(lambda: usable_routes(read_file_text("/proc/net/route"), 3), None)
+    v6 = observe(lambda: usable_routes(read_file_text("/proc/net/ipv6_route"), 8), None)
+    return -1 if v4 is None and v6 is None else (v4 or 0) + (v6 or 0)
+
+
+def read_cgroup_limit(names):
+    """The execution's own cgroup limit as mounted at /sys/fs/cgroup inside; -1 if absent or "max"."""
+    for name in names:
+        text = observe(lambda: read_file_text("/sys/fs/cgroup/" + name).strip(), "")
+        if text.isdigit():
+            return int(text)
+    return -1
+
+
 def containment_report(canary, ipv4_port, ipv6_port, workspace):
     status = observe(lambda: read_file_text("/proc/self/status"), "")
     status_fields = {key: value.strip() for key, _, value in (line.partition(":") for line in status.splitlines())}
@@ -148,13 +185,17 @@ def containment_report(canary, ipv4_port, ipv6_port, workspace):
         "cwd": observe(posix.getcwd, ""),
         "cwd_is_workspace": observe(lambda: posix.stat(".")[1:3] == posix.stat(workspace)[1:3], False),
         "workspace_entries": observe(lambda: len(posix.listdir(".")), -1),
-        # The child cannot see the host's mount namespace: it reports its own id in mnt_ns
-        # ("mnt:[4026531841]", "" if unreadable) and leaves mount_namespace false for the host,
-        # which compares ids, to decide. root_is_host is an observation, not a verdict: false
-        # only when /proc/1/cmdline cannot be read (a private /proc, a pivoted root).
-        "mount_namespace": False,
-        "mnt_ns": observe(lambda: posix.readlink("/proc/self/ns/mnt"), ""),
-        "root_is_host": not raises(lambda: read_file_text("/proc/1/cmdline")),
+        # Observations the host compares with what it knows: its own namespace ids, the root
+        # the launcher built, the ids it mapped, the cgroup limits it set.
+        "namespace_ids": {kind: observe(lambda: posix.readlink("/proc/self/ns/" + kind), "") for kind in NAMESPACE_KINDS},
+        "root_entries": observe(lambda: sorted(posix.listdir("/"))[:256], []),
+        "uid_map": observe(lambda: " ".join(read_file_text("/proc/self/uid_map").split()), ""),
+        "gid_map": observe(lambda: " ".join(read_file_text("/proc/self/gid_map").split()), ""),
+        "capabilities_effective": status_fields.get("CapEff", ""),
+        "capabilities_bounding": status_fields.get("CapBnd", ""),
+        "network_routes": count_routes(),
+        "cgroup_memory_limit": read_cgroup_limit(("memory/memory.limit_in_bytes", "memory.max")),
+        "cgroup_pids_limit": read_cgroup_limit(("pids/pids.max", "pids.max")),
         "python": "%d.%d.%d" % sys.version_info[:3],
     }
 

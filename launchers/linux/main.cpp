@@ -10,12 +10,19 @@
 // the host went away.
 #include <variant>
 
+#include <unistd.h>
+
 #include "bootstrap_fd.hpp"
+#include "cgroup.hpp"
 #include "channel.hpp"
 #include "environment.hpp"
 #include "failure.hpp"
 #include "fds.hpp"
 #include "identity.hpp"
+#include "isolated.hpp"
+#include "landlock.hpp"
+#include "mount_root.hpp"
+#include "namespaces.hpp"
 #include "psych_bootstrap.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
@@ -50,7 +57,10 @@ setup_result<accepted_request> accept_request(control_channel& control) {
     return fail(refusal("protocol", "the first frame on control must be launch"));
   auto launch = std::get<protocol::launch_frame>(std::move(frame).value());
   PSYCH_TRY(validate_launch(launch));
-  PSYCH_TRY(auto identity, plan_identity(launch.run_as, launch.allow_same_uid));
+  // Unprivileged, an ISOLATED sandbox maps the worker's own uid into its user namespace, which is
+  // the boundary there; the same uid without that boundary needs the deployment's consent.
+  const bool own_uid_is_fine = launch.isolation == isolation_level::isolated && ::geteuid() != 0;
+  PSYCH_TRY(auto identity, plan_identity(launch.run_as, launch.allow_same_uid || own_uid_is_fine));
   PSYCH_TRY(auto environment, build_environment(launch.environment));
   return accepted_request{std::move(launch), identity, std::move(environment)};
 }
@@ -61,6 +71,106 @@ struct launched {
   protocol::started_frame started;
 };
 
+/// ISOLATED: who the sandbox's root is on the host (namespaces.hpp).
+setup_result<namespace_identity> plan_namespace_identity(const identity_plan& identity) {
+  if (::geteuid() == 0) {
+    if (!identity.drop || identity.uid == 0 || identity.gid == 0)
+      return fail(refusal("identity", "as root, isolation=isolated maps the sandbox's root to a dedicated "
+                                      "unprivileged run_as uid/gid, and none was given"));
+    return namespace_identity{.host_uid = identity.uid, .host_gid = identity.gid, .privileged_writer = true};
+  }
+  if (identity.drop && identity.uid != ::getuid())
+    return fail(refusal("identity", "an unprivileged launcher can map only its own uid into the sandbox; "
+                                    "run_as must be null or the worker's uid"));
+  return namespace_identity{.host_uid = ::getuid(), .host_gid = ::getgid(), .privileged_writer = false};
+}
+
+/// The launch as the interpreter sees it from inside the new root: its workspace, HOME and TMPDIR
+/// are the sandbox's paths, not the host's.
+protocol::launch_frame as_seen_inside(const protocol::launch_frame& launch) {
+  auto inside = launch;
+  inside.workspace = sandbox_workspace;
+  if (inside.environment.contains("HOME")) inside.environment["HOME"] = sandbox_workspace;
+  if (inside.environment.contains("TMPDIR")) inside.environment["TMPDIR"] = sandbox_tmp;
+  return inside;
+}
+
+/// The cgroup directories the child reads its limits back from, and where they appear inside.
+std::vector<bind_target> cgroup_binds(const execution_cgroup& cgroup) {
+  std::vector<bind_target> binds;
+  for (const auto& dir : cgroup.directories()) {
+    if (cgroup.version() == cgroup_version::v2) {
+      binds.push_back({dir, "/sys/fs/cgroup"});
+      continue;
+    }
+    // v1: /sys/fs/cgroup/<controller>/<path> appears as /sys/fs/cgroup/<controller>.
+    constexpr std::string_view base = "/sys/fs/cgroup/";
+    if (!dir.starts_with(base)) continue;
+    const auto controller = dir.substr(base.size(), dir.find('/', base.size()) - base.size());
+    binds.push_back({dir, std::string(base) + controller});
+  }
+  return binds;
+}
+
+/// ISOLATED: the namespaces, the minimal root, the cgroup, Landlock and seccomp (isolated.hpp).
+setup_result<launched> start_isolated(accepted_request& request, std::optional<execution_cgroup>& cgroup,
+                                      int& init_report_fd, int& keepalive_fd) {
+  const auto& launch = request.launch;
+  PSYCH_TRY(auto identity, plan_namespace_identity(request.identity));
+  PSYCH_TRY(hand_over(launch.workspace, request.identity));
+  PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
+  constexpr std::int64_t init_processes = 1;  // the sandbox's init counts against the pid limits too
+  const cgroup_limits tree_limits{
+      .memory_bytes = static_cast<std::int64_t>(launch.limits.address_space_bytes.value),
+      .pids = static_cast<std::int64_t>(launch.limits.process_count.value) + init_processes};
+  PSYCH_TRY(auto made, execution_cgroup::create(tree_limits));
+  cgroup.emplace(std::move(made));
+  PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
+  const auto inside = as_seen_inside(launch);
+  PSYCH_TRY(auto environment, build_environment(inside.environment));
+
+  root_plan root{.mount_point = launch.tmp_dir,
+                 .interpreter = launch.interpreter,
+                 .workspace = launch.workspace,
+                 .cgroup_dirs = cgroup_binds(*cgroup)};
+  landlock_paths landlock{.read_execute = read_only_binds(root),
+                          .read_write = {sandbox_workspace, sandbox_tmp},
+                          .devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
+                          .read_only = {"/proc", "/dev", "/sys"},
+                          // The child lists "/" to show the host what its root holds (grading).
+                          .list_only = {"/"}};
+  const isolated_plan plan{.child = child_plan{.interpreter = launch.interpreter,
+                                               .argv = bootstrap_argv(inside, bootstrap_loader),
+                                               .environment = std::move(environment),
+                                               .workspace = sandbox_workspace,
+                                               .rlimits = plan_rlimits(launch.limits, launch.open_files, init_processes),
+                                               .identity = request.identity,
+                                               .filter = filter_for(launch.network),
+                                               .bootstrap_fd = bootstrap.get()},
+                           .root = root,
+                           .identity = identity,
+                           .landlock = std::move(landlock)};
+  const execution_cgroup& group = *cgroup;
+  PSYCH_TRY(auto child, spawn_isolated(plan, [&group](pid_t init) { return group.attach(init); }));
+  init_report_fd = child.report_fd;
+  keepalive_fd = child.keepalive_fd;
+  return launched{child.init, protocol::started_frame{
+      .pid = child.init.pid,
+      .mechanisms = mechanism_report{.session = true,
+                                     .subreaper = true,
+                                     .no_new_privs = true,
+                                     .seccomp = seccomp_state::filter,
+                                     .landlock_abi = landlock_abi(),
+                                     .namespaces = isolated_namespace_names(),
+                                     .cgroup = std::string(name_of_version(cgroup->version())),
+                                     .uid_drop = identity.privileged_writer,
+                                     .fds_closed = true,
+                                     .environment_built = true,
+                                     .rlimits = report_rlimits(plan.child.rlimits),
+                                     .process_count_base = init_processes,
+                                     .root_entries = root_entries(root)}}};
+}
+
 /// From an accepted request to a running interpreter: everything the launcher itself sets up,
 /// then the fork.
 setup_result<launched> start(accepted_request& request) {
@@ -70,7 +180,6 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
-
   const child_plan plan{.interpreter = launch.interpreter,
                         .argv = bootstrap_argv(launch, bootstrap_loader),
                         .environment = std::move(request.environment),
@@ -110,7 +219,11 @@ int run() {
     (void)control.write(signal_fd.error());
     return exit_setup_failed;
   }
-  auto started = start(request.value());
+  std::optional<execution_cgroup> cgroup;  // removed when run() returns, after the tree is gone
+  int init_report_fd = -1, keepalive_fd = -1;
+  auto started = request.value().launch.isolation == isolation_level::isolated
+                     ? start_isolated(request.value(), cgroup, init_report_fd, keepalive_fd)
+                     : start(request.value());
   if (!started) {
     child_exit none;
     kill_tree(0, none, signal_fd.value());  // spawn() reaped its child; this only proves nothing is left
@@ -123,11 +236,16 @@ int run() {
     kill_tree(child.pid, ended, signal_fd.value());
     return exit_setup_failed;
   }
-  const auto outcome = supervise(control, watch{.interpreter = child.pid,
+  auto outcome = supervise(control, watch{.interpreter = child.pid,
                                                 .started = child.at,
                                                 .wall_seconds = request.value().launch.limits.wall_seconds.value,
                                                 .cpu_seconds = request.value().launch.limits.cpu_seconds.value,
-                                                .signal_fd = signal_fd.value()});
+                                                .signal_fd = signal_fd.value(),
+                                                .init_report_fd = init_report_fd});
+  if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == "SIGKILL" && outcome.exit.limit_hit.empty())
+    outcome.exit.limit_hit = "address_space_bytes";  // the cgroup's OOM kill, not a signal the program chose
+  if (keepalive_fd >= 0) ::close(keepalive_fd);
+  if (init_report_fd >= 0) ::close(init_report_fd);
   if (outcome.host_gone) return exit_setup_failed;
   return control.write(outcome.exit) ? exit_reported : exit_setup_failed;
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec_status.hpp"
 #include "fds.hpp"
 #include "signals.hpp"
 
@@ -25,23 +26,6 @@ string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_v
 }
 
 namespace {
-
-/// What crosses the exec-status pipe when a step fails: fixed-size, so one write() is atomic
-/// (it is far below PIPE_BUF) and the launcher reads it without any framing.
-struct status_record {
-  int error_number = 0;
-  char stage[32] = {};
-  char syscall[32] = {};
-  char message[440] = {};
-};
-static_assert(sizeof(status_record) < PIPE_BUF);
-
-template <std::size_t N>
-void copy_text(char (&to)[N], std::string_view from) {
-  const auto n = std::min(from.size(), N - 1);
-  std::memcpy(to, from.data(), n);
-  to[n] = '\0';
-}
 
 // Runs in the child between fork and exec. The launcher is single-threaded, so the child may
 // allocate; only the failure paths do (to format their message).
@@ -69,30 +53,7 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
 }
 
 [[noreturn]] void run_child(const child_plan& plan, pid_t launcher, int status_fd) {
-  const auto failed = set_up_child(plan, launcher);
-  status_record record;
-  record.error_number = static_cast<int>(failed.error().error_number);
-  copy_text(record.stage, failed.error().stage);
-  copy_text(record.syscall, failed.error().syscall);
-  copy_text(record.message, failed.error().message);
-  [[maybe_unused]] const auto ignored = ::write(status_fd, &record, sizeof record);
-  ::_exit(127);
-}
-
-/// Reads the exec-status pipe to EOF. nullopt: the exec happened.
-setup_result<std::optional<status_record>> read_status(int fd) {
-  status_record record;
-  std::size_t got = 0;
-  auto* bytes = reinterpret_cast<char*>(&record);
-  for (;;) {
-    const ssize_t n = ::read(fd, bytes + got, sizeof record - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
-    if (n == 0 || (got += static_cast<std::size_t>(n)) == sizeof record) break;
-  }
-  if (got == 0) return std::optional<status_record>{};
-  if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
-  return std::optional<status_record>{record};
+  report_setup_failure(status_fd, set_up_child(plan, launcher).error());
 }
 
 }  // namespace
@@ -115,7 +76,7 @@ setup_result<spawned> spawn(const child_plan& plan) {
   }
   ::close(status[1]);
   auto detached = detach_launcher_fds();
-  auto report = read_status(status[0]);
+  auto report = read_setup_status(status[0]);
   ::close(status[0]);
   if (detached && report && !report.value()) return spawned{pid, at};
 
@@ -126,8 +87,7 @@ setup_result<spawned> spawn(const child_plan& plan) {
   }
   if (!detached) return fail(detached.error());
   if (!report) return fail(report.error());
-  const status_record& record = *report.value();
-  return fail(setup_error{record.stage, record.syscall, record.error_number, record.message});
+  return fail(*report.value());
 }
 
 }  // namespace psych::launcher

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/wait.h>
 
+#include "isolated.hpp"
 #include "signals.hpp"
 #include "tree.hpp"
 
@@ -86,11 +87,20 @@ supervision supervise(control_channel& control, const watch& what) {
   }
 
   const sweep_result sweep = kill_tree(what.interpreter, ended, what.signal_fd);
+  std::int64_t left_in_namespace = 0;
+  if (what.init_report_fd >= 0 && ended.reaped) {
+    // Init outlived the interpreter only to say how it ended; its own status says nothing.
+    if (const auto report = read_init_report(what.init_report_fd)) {
+      ended.status = report->status;
+      ended.usage = report->usage;
+      left_in_namespace = report->leftovers;
+    }
+  }
 
   protocol::exit_frame exit;
   exit.cancelled = why.cancelled;
   exit.limit_hit = why.limit_hit;
-  exit.killed = sweep.killed;
+  exit.killed = sweep.killed + left_in_namespace;
   exit.survivors = sweep.survivors;
   if (ended.reaped) {
     if (WIFEXITED(ended.status)) exit.exit_code = WEXITSTATUS(ended.status);

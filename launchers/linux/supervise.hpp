@@ -18,6 +18,9 @@ struct watch {
   double wall_seconds = 0;
   double cpu_seconds = 0;  ///< as requested, to recognise a SIGKILL at the hard RLIMIT_CPU
   int signal_fd = -1;
+  /// ISOLATED: `interpreter` is the sandbox's init, and this pipe carries init's report of the
+  /// interpreter's own end (isolated.hpp). -1 at the PROCESS level.
+  int init_report_fd = -1;
 };
 
 struct supervision {

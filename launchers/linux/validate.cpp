@@ -27,10 +27,9 @@ setup_result<void> validate_launch(const protocol::launch_frame& launch) {
   if (launch.version != protocol::contract_version)
     return fail(refusal("launch", fmt::format("contract version {} is not the launcher's {}", launch.version,
                                               protocol::contract_version)));
-  if (launch.isolation != isolation_level::process)
-    return fail(refusal("isolation", fmt::format("isolation={} was asked; this launcher reaches "
-                                                 "isolation=process only",
-                                                 name_of(launch.isolation))));
+  if (launch.isolation == isolation_level::isolated && launch.network != network_access::none)
+    return fail(refusal("isolation", "isolation=isolated with a network grant is not offered: the sandbox's "
+                                     "network namespace holds only a downed loopback (network_not_offered)"));
   // The token travels as an argument; hex keeps it free of NULs and shell surprises.
   if (launch.token.empty() || launch.token.size() > 128 ||
       !std::all_of(launch.token.begin(), launch.token.end(), [](unsigned char c) { return std::isxdigit(c); }))

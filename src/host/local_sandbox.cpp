@@ -1,5 +1,11 @@
-// The local Linux backend at PROCESS level, and the choice among local backends.
+// The local Linux backends (PROCESS and ISOLATED, one launcher), and the choice among them.
+#include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,6 +13,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "interpreter.hpp"
 #include "psych/host/sandbox.hpp"
@@ -65,9 +72,11 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
   add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
   add(m.no_new_privs, "no_new_privs");
   add(m.seccomp == seccomp_state::filter, "seccomp: filter (AF_UNIX-only sockets, dangerous calls denied)");
+  add(!m.namespaces.empty(), "namespaces: " + fmt::format("{}", fmt::join(m.namespaces, ", ")));
+  add(!m.root_entries.empty(), "filesystem: pivot_root into a minimal root holding " +
+                                   fmt::format("{}", fmt::join(m.root_entries, ", ")));
   add(m.landlock_abi > 0, fmt::format("landlock: ABI {}", m.landlock_abi));
-  for (const auto& ns : m.namespaces) out.push_back("namespace: " + ns);
-  add(m.cgroup != "none", "cgroup: " + m.cgroup);
+  add(m.cgroup != "none", "cgroup: " + m.cgroup + " (memory and pids for the whole tree)");
   add(m.rlimits.cpu_seconds >= 0,
       fmt::format("rlimits: cpu {} s, address space {} B, file size {} B, processes {} (+{} existing), "
                   "open files {}, core {}",
@@ -79,14 +88,15 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
   return out;
 }
 
-class linux_process_sandbox final : public sandbox {
+class linux_launcher_sandbox final : public sandbox {
  public:
-  linux_process_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python)
+  linux_launcher_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python,
+                         isolation_level level)
       : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
-        environment_(build_environment(options.env_allowlist)) {}
+        environment_(build_environment(options.env_allowlist)), level_(level) {}
 
   backend_offer offer() const override {
-    return {.ready = true, .isolation = isolation_level::process, .limit_ceiling = ceiling(), .network = false};
+    return {.ready = true, .isolation = level_, .limit_ceiling = ceiling(), .network = false};
   }
 
   description describe() override {
@@ -94,7 +104,7 @@ class linux_process_sandbox final : public sandbox {
     plan.probe_only = true;
     auto outcome = host::run_session(plan, {});
     description d;
-    d.backend = process_backend;
+    d.backend = backend_name();
     d.interpreter = python_.path;
     d.launcher = launcher_;
     d.limit_ceiling = ceiling();
@@ -115,7 +125,7 @@ class linux_process_sandbox final : public sandbox {
       return refused_before_start(failure_kind::launch_failed, valid.error().message());
     if (request.terms.network == network_access::unrestricted)
       return refused_before_start(failure_kind::launch_failed,
-                                  "the linux-process backend does not grant network access");
+                                  fmt::format("the {} backend does not grant network access", backend_name()));
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
     host::session_plan plan = plan_for(terms);
@@ -125,6 +135,10 @@ class linux_process_sandbox final : public sandbox {
   }
 
  private:
+  const char* backend_name() const {
+    return level_ == isolation_level::isolated ? namespace_backend : process_backend;
+  }
+
   sandbox_limits ceiling() const { return options_.default_limits.value_or(sandbox_limits{}); }
 
   execution_terms probe_terms() const {
@@ -137,6 +151,7 @@ class linux_process_sandbox final : public sandbox {
   host::session_plan plan_for(const execution_terms& terms) const {
     host::session_plan plan;
     plan.launcher_path = launcher_;
+    plan.attempt = level_;
     plan.interpreter = python_.path;
     plan.terms = terms;
     if (::geteuid() == 0) plan.run_as = protocol::identity{options_.run_as_uid, options_.run_as_gid};
@@ -156,6 +171,7 @@ class linux_process_sandbox final : public sandbox {
   std::string launcher_;
   host::interpreter_choice python_;
   std::map<std::string, std::string> environment_;
+  isolation_level level_;
 };
 
 std::string same_uid_guidance() {
@@ -177,6 +193,26 @@ struct candidate {
   std::function<std::unique_ptr<sandbox>()> build;
 };
 
+/// Whether this process may create the namespaces an ISOLATED execution needs, tried in a child
+/// that makes them and exits. nullopt: it can; otherwise why not, with guidance.
+std::optional<std::string> user_namespaces_unavailable() {
+  constexpr int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                        CLONE_NEWCGROUP;
+  const pid_t child = ::fork();  // only unshare and _exit run in it: safe in a threaded host
+  if (child < 0) return fmt::format("fork: {}", std::strerror(errno));
+  if (child == 0) ::_exit(::unshare(flags) == 0 ? 0 : (errno & 0x7f) + 1);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
+  const int error = WIFEXITED(status) ? WEXITSTATUS(status) - 1 : 0;
+  return fmt::format("this host does not let psych create user namespaces (unshare: {}); enable them "
+                     "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or the "
+                     "container's seccomp/AppArmor profile), or use a container or a remote sandbox service "
+                     "for isolation=isolated",
+                     error ? std::strerror(error) : "the probe was killed");
+}
+
 std::vector<candidate> local_candidates(const local_sandbox_options& options) {
   candidate process{{process_backend, isolation_level::process, false, {}}, nullptr};
   auto launcher = find_launcher(options);
@@ -188,13 +224,23 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
     process.info.available = true;
     process.info.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
     process.build = [options, path = launcher.value(), interpreter = python.value()] {
-      return std::unique_ptr<sandbox>(std::make_unique<linux_process_sandbox>(options, path, interpreter));
+      return std::unique_ptr<sandbox>(
+          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, isolation_level::process));
     };
   }
-  candidate namespaces{{namespace_backend, isolation_level::isolated, false,
-                        "this version of psych has no namespace launcher yet; for isolation=isolated use a "
-                        "container or a remote sandbox service"},
-                       nullptr};
+  candidate namespaces{{namespace_backend, isolation_level::isolated, false, {}}, nullptr};
+  if (!launcher) namespaces.info.reason = launcher.error().message();
+  else if (!python) namespaces.info.reason = python.error().message();
+  else if (auto why_not = user_namespaces_unavailable()) namespaces.info.reason = *why_not;
+  else {
+    namespaces.info.available = true;
+    namespaces.info.reason = fmt::format("{} runs {} in user, mount, pid, net, ipc, uts and cgroup namespaces",
+                                         launcher.value(), python.value().path);
+    namespaces.build = [options, path = launcher.value(), interpreter = python.value()] {
+      return std::unique_ptr<sandbox>(
+          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, isolation_level::isolated));
+    };
+  }
   return {std::move(process), std::move(namespaces)};
 }
 
@@ -214,6 +260,12 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
   // The strongest first: a caller asking for process gets isolated when it is there.
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const auto& a, const auto& b) { return a.info.isolation > b.info.isolation; });
+  if (options.backend) {
+    const auto pinned = [&](const candidate& found) { return found.info.name == *options.backend; };
+    if (std::none_of(candidates.begin(), candidates.end(), pinned))
+      return failure(error_kind::sandbox_setup, fmt::format("no local backend is named {:?}", *options.backend));
+    std::erase_if(candidates, [&](const candidate& found) { return !pinned(found); });
+  }
   for (const auto& found : candidates)
     if (found.info.isolation >= options.isolation && found.info.available) return found.build();
   std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));

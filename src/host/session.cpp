@@ -364,6 +364,18 @@ class session {
 
   // ---- grading and the result ----------------------------------------------
 
+  /// This process's namespace ids, as the child reports its own: "mnt" -> "mnt:[4026531841]".
+  static std::map<std::string, std::string> own_namespace_ids() {
+    std::map<std::string, std::string> ids;
+    for (const char* kind : {"mnt", "pid", "net", "user", "ipc", "uts", "cgroup"}) {
+      char target[128];
+      const auto path = fmt::format("/proc/self/ns/{}", kind);
+      const ssize_t n = ::readlink(path.c_str(), target, sizeof target);
+      if (n > 0) ids.emplace(kind, std::string(target, static_cast<std::size_t>(n)));
+    }
+    return ids;
+  }
+
   grading_expectation expectation() const {
     grading_expectation e;
     e.requested = plan_.terms.isolation;
@@ -372,6 +384,7 @@ class session {
     if (plan_.run_as) e.run_as_uid = plan_.run_as->uid, e.run_as_gid = plan_.run_as->gid;
     e.worker_uid = ::getuid();
     for (const auto& entry : environment_) e.environment_keys.push_back(entry.first);
+    e.host_namespace_ids = own_namespace_ids();
     return e;
   }
 

@@ -42,7 +42,9 @@ ENVIRONMENT = {"HOME": "/nonexistent-home", "TMPDIR": "/tmp", "PATH": "/usr/loca
                "PYTHONDONTWRITEBYTECODE": "1"}
 HELLO_KEYS = {"pid", "ppid", "pgid", "sid", "uid", "gid", "euid", "egid", "groups", "no_new_privs",
               "seccomp_mode", "rlimits", "canary", "network", "environment_keys", "cwd",
-              "workspace_entries", "mount_namespace", "root_is_host", "python"}
+              "workspace_entries", "namespace_ids", "root_entries", "uid_map", "gid_map",
+              "capabilities_effective", "capabilities_bounding", "network_routes", "cgroup_memory_limit",
+              "cgroup_pids_limit", "python"}
 RLIMIT_FIELDS = {"cpu_seconds": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
                  "file_size_bytes": resource.RLIMIT_FSIZE, "process_count": resource.RLIMIT_NPROC,
                  "open_files": resource.RLIMIT_NOFILE, "core_bytes": resource.RLIMIT_CORE}
@@ -221,8 +223,12 @@ def test_hello_comes_first_and_reports_containment():
     assert set(keys) - {"LC_CTYPE"} == set(ENVIRONMENT), keys
     assert report["cwd"] == child.workspace and report["cwd_is_workspace"] is True
     assert report["workspace_entries"] == 0
-    assert report["mount_namespace"] is False and report["root_is_host"] is True
-    assert report["mnt_ns"] == os.readlink("/proc/self/ns/mnt")
+    # Run here, outside any sandbox: the test's own namespaces, root and routes.
+    for kind in ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup"):
+        assert report["namespace_ids"][kind] == os.readlink(f"/proc/self/ns/{kind}")
+    assert report["root_entries"] == sorted(os.listdir("/"))[:256]
+    assert report["uid_map"] == " ".join(open("/proc/self/uid_map").read().split())
+    assert len(report["capabilities_effective"]) == 16 and report["network_routes"] >= 0
     version = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
                              capture_output=True, text=True).stdout.strip()
     assert report["python"] == version

@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "test_host.hpp"
 
 using namespace psych;
@@ -448,14 +450,49 @@ TEST_CASE("allow_same_uid lets the child keep the worker's uid") {
   require_clean_exit(outcome);
 }
 
+TEST_CASE("isolation=isolated: the interpreter runs as the namespace's root, pid 2 under its own init") {
+  if (!have_root()) return;
+  scratch dir;
+  auto launch = default_launch(dir);
+  launch.isolation = isolation_level::isolated;
+  const auto outcome = run_program(launch, "import os\nreturn [os.getpid(), os.getppid(), os.getuid(), os.getcwd()]");
+  REQUIRE(outcome.started);
+  const auto& m = outcome.started->mechanisms;
+  CHECK(m.namespaces == std::vector<std::string>{"user", "mount", "pid", "net", "ipc", "uts", "cgroup"});
+  CHECK(m.uid_drop);
+  CHECK(m.process_count_base == 1);
+  CHECK_FALSE(m.root_entries.empty());
+  REQUIRE(outcome.hello);
+  const auto hello = parse_json(*outcome.hello);
+  CHECK(std::string(hello["report"]["uid_map"].GetString()) == fmt::format("0 {} 1", launch.run_as->uid));
+  CHECK(std::string(hello["report"]["cwd"].GetString()) == "/workspace");
+  REQUIRE(outcome.done);
+  CHECK(outcome.done->find(R"("value":[2,1,0,"/workspace"])") != std::string::npos);
+  require_clean_exit(outcome);
+}
+
+TEST_CASE("isolation=isolated as root refuses to map the sandbox's root to host root") {
+  if (!have_root()) return;
+  scratch dir;
+  auto launch = default_launch(dir);
+  launch.isolation = isolation_level::isolated;
+  launch.run_as.reset();
+  launch.allow_same_uid = true;
+  const auto outcome = launch_only(launch);
+  REQUIRE(outcome.error);
+  CHECK(outcome.error->stage == "identity");
+  CHECK(outcome.launcher_status == 1);
+}
+
 TEST_CASE("a bad request is one error frame and exit code 2") {
   if (!have_root()) return;
   scratch dir;
   auto launch = default_launch(dir);
   std::string stage = "launch";
   SUBCASE("contract version") { launch.version = 2; }
-  SUBCASE("isolation=isolated") {
+  SUBCASE("isolation=isolated with a network grant") {
     launch.isolation = isolation_level::isolated;
+    launch.network = network_access::unrestricted;
     stage = "isolation";
   }
   SUBCASE("a relative workspace") { launch.workspace = "workspace"; }
@@ -472,7 +509,7 @@ TEST_CASE("a bad request is one error frame and exit code 2") {
   const auto outcome = launch_only(launch);
   REQUIRE(outcome.error);
   CHECK(outcome.error->stage == stage);
-  if (stage == "isolation") CHECK(outcome.error->message.find("isolation=process only") != std::string::npos);
+  if (stage == "isolation") CHECK(outcome.error->message.find("network_not_offered") != std::string::npos);
   CHECK(outcome.launcher_status == 2);
 }
 

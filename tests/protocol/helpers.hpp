@@ -195,8 +195,12 @@ inline hello_frame sample_hello() {
   r.environment_keys = {"HOME", "PATH", "PYTHONDONTWRITEBYTECODE", "TMPDIR"};
   r.cwd = "/tmp/psych-x/workspace";
   r.workspace_entries = 0;
-  r.mnt_ns = "mnt:[4026531840]";
-  r.root_is_host = false;
+  r.namespace_ids = {{"mnt", "mnt:[4026531840]"}, {"pid", "pid:[4026531836]"}};
+  r.root_entries = {"dev", "proc", "tmp", "usr", "workspace"};
+  r.uid_map = "0 1500000 1";
+  r.capabilities_effective = "0000000000000000";
+  r.network_routes = 0;
+  r.cgroup_memory_limit = 536870912;
   r.python = "3.11.2";
   return f;
 }
@@ -269,7 +273,10 @@ inline std::vector<std::string> contract_examples() {
       R"( "ipv6":{"outcome":"denied","error_number":1}},)"
       R"( "environment_keys":["HOME","PATH","PYTHONDONTWRITEBYTECODE","TMPDIR"],)"
       R"( "cwd":"/tmp/psych-x/workspace","workspace_entries":0,)"
-      R"( "mount_namespace":false,"root_is_host":true,)"
+      R"( "namespace_ids":{"mnt":"mnt:[4026531841]"},"root_entries":["dev","proc"],)"
+      R"( "uid_map":"0 1500000 1","gid_map":"0 1500000 1","capabilities_effective":"0",)"
+      R"( "capabilities_bounding":"0","network_routes":0,"cgroup_memory_limit":-1,)"
+      R"( "cgroup_pids_limit":-1,)"
       R"( "python":"3.11.2"}})",
       R"({"type":"run","program":"<source>","filename":"<program>"})",
       R"({"type":"abort","reason":"isolation_unavailable: ..."})",

@@ -48,6 +48,46 @@ child_report observed() {
   return c;
 }
 
+/// The host's namespace ids, and what an ISOLATED launcher and its child report.
+const std::map<std::string, std::string> host_ids{{"mnt", "mnt:[1]"}, {"pid", "pid:[2]"}, {"net", "net:[3]"},
+                                                  {"user", "user:[4]"}, {"ipc", "ipc:[5]"},
+                                                  {"uts", "uts:[6]"}, {"cgroup", "cgroup:[7]"}};
+
+grading_expectation isolated_expectation() {
+  auto e = expectation();
+  e.requested = isolation_level::isolated;
+  e.host_namespace_ids = host_ids;
+  return e;
+}
+
+mechanism_report isolated_applied() {
+  auto m = applied();
+  m.namespaces = {"user", "mount", "pid", "net", "ipc", "uts", "cgroup"};
+  m.root_entries = {"dev", "etc", "lib", "proc", "tmp", "usr", "workspace"};
+  m.cgroup = "v1";
+  m.process_count_base = 1;
+  m.rlimits.process_count = 65;
+  return m;
+}
+
+child_report isolated_observed() {
+  auto c = observed();
+  for (const auto& [kind, id] : host_ids) c.namespace_ids[kind] = id + "'";  // all different
+  c.pid = 2;
+  c.ppid = 1;
+  c.uid = c.euid = c.gid = c.egid = 0;
+  c.uid_map = "0 1500000 1";
+  c.gid_map = "0 1500000 1";
+  c.capabilities_effective = c.capabilities_bounding = "0000000000000000";
+  c.root_entries = {"dev", "lib", "proc", "tmp", "usr", "workspace"};
+  c.network_routes = 0;
+  c.canary = {.readable = false, .error_number = 2};
+  c.rlimits.process_count = {65, 65};
+  c.cgroup_memory_limit = 512 << 20;
+  c.cgroup_pids_limit = 65;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("a well-contained PROCESS child") {
@@ -87,12 +127,22 @@ TEST_CASE("filesystem grades from the canary") {
     m.landlock_abi = 3;
     CHECK(grade_containment(expectation(), m, observed()).grades.filesystem == enforcement::unverified);
   }
-  SUBCASE("a mount namespace the child sees as its own root: enforced") {
-    auto m = applied();
-    m.namespaces = {"user", "mount", "pid", "net"};
-    auto c = observed();
-    c.root_is_host = false;
-    CHECK(grade_containment(expectation(), m, c).grades.filesystem == enforcement::enforced);
+  SUBCASE("a mount namespace of its own whose root is the built one: enforced") {
+    CHECK(grade_containment(isolated_expectation(), isolated_applied(), isolated_observed()).grades.filesystem ==
+          enforcement::enforced);
+  }
+  SUBCASE("the same mount namespace as the host's: not enforced, however the launcher reports it") {
+    auto c = isolated_observed();
+    c.namespace_ids["mnt"] = host_ids.at("mnt");
+    const auto g = grade_containment(isolated_expectation(), isolated_applied(), c);
+    CHECK(g.grades.filesystem != enforcement::enforced);
+    CHECK_FALSE(g.reaches(isolation_level::isolated));
+  }
+  SUBCASE("a root holding more than the launcher built: not enforced") {
+    auto c = isolated_observed();
+    c.root_entries.push_back("home");
+    CHECK(grade_containment(isolated_expectation(), isolated_applied(), c).grades.filesystem !=
+          enforcement::enforced);
   }
 }
 
@@ -208,11 +258,51 @@ TEST_CASE("process tree") {
 }
 
 TEST_CASE("ISOLATED needs every boundary observed") {
-  auto m = applied();
-  m.namespaces = {"user", "mount", "pid", "net", "ipc", "uts", "cgroup"};
-  auto c = observed();
-  c.root_is_host = false;
-  CHECK(grade_containment(expectation(), m, c).achieved == isolation_level::isolated);
-  c.canary.readable = true;
-  CHECK(grade_containment(expectation(), m, c).achieved == isolation_level::process);
+  const auto e = isolated_expectation();
+  const auto m = isolated_applied();
+  const auto good = isolated_observed();
+  const auto g = grade_containment(e, m, good);
+  CHECK(g.achieved == isolation_level::isolated);
+  CHECK(g.problems.empty());
+  CHECK(g.grades.identity == enforcement::enforced);
+  CHECK(g.grades.process_tree == enforcement::enforced);
+  CHECK(g.grades.network == enforcement::enforced);
+  CHECK(g.grades.memory == enforcement::enforced);  // the cgroup limit read back from inside
+
+  const auto lowered = [&](auto change) {
+    auto c = good;
+    change(c);
+    const auto graded = grade_containment(e, m, c);
+    CHECK_FALSE(graded.problems.empty());
+    return graded.achieved != isolation_level::isolated;
+  };
+  CHECK(lowered([](child_report& c) { c.canary.readable = true; }));
+  CHECK(lowered([](child_report& c) { c.namespace_ids["pid"] = "pid:[2]"; }));
+  CHECK(lowered([](child_report& c) { c.namespace_ids["net"] = ""; }));
+  CHECK(lowered([](child_report& c) { c.network_routes = 2; }));
+  CHECK(lowered([](child_report& c) { c.uid_map = "0 0 1"; }));
+  CHECK(lowered([](child_report& c) { c.capabilities_effective = "000001ffffffffff"; }));
+  CHECK(lowered([](child_report& c) { c.ppid = 0; }));
+  CHECK(lowered([](child_report& c) { c.namespace_ids["ipc"] = "ipc:[5]"; }));
+
+  SUBCASE("a cgroup limit the child did not read back: memory unverified, still isolated") {
+    auto c = good;
+    c.cgroup_memory_limit = -1;
+    const auto graded = grade_containment(e, m, c);
+    CHECK(graded.grades.memory == enforcement::unverified);
+    CHECK(graded.achieved == isolation_level::isolated);
+  }
+  SUBCASE("unprivileged: the worker's own uid mapped, identity unavailable, the boundary holds") {
+    auto unprivileged = e;
+    unprivileged.run_as_uid.reset();
+    unprivileged.run_as_gid.reset();
+    unprivileged.worker_uid = 1000;
+    auto c = good;
+    c.uid_map = c.gid_map = "0 1000 1";
+    auto applied_unprivileged = m;
+    applied_unprivileged.uid_drop = false;
+    const auto graded = grade_containment(unprivileged, applied_unprivileged, c);
+    CHECK(graded.grades.identity == enforcement::unavailable);
+    CHECK(graded.achieved == isolation_level::isolated);
+  }
 }

@@ -77,6 +77,10 @@ struct local_sandbox_options {
   bool allow_same_uid = false;
 
   // Deployment knobs beyond the spec's signature.
+  /// Pin one backend by name ("linux-process", "linux-namespaces") instead of the strongest that
+  /// reaches `isolation`: for tests and benchmarks of one backend, and deployments that must not
+  /// change backend when a host gains a capability. It must still reach `isolation`.
+  std::optional<std::string> backend;
   std::optional<std::string> launcher_path;  ///< default: $PSYCH_LAUNCHER, then the installed one
   std::int64_t run_as_uid = 1'500'000;       ///< the lesser uid a root worker drops to
   std::int64_t run_as_gid = 1'500'000;

@@ -1,0 +1,529 @@
+#include "cgroup.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace psych::launcher {
+
+namespace {
+
+using std::chrono::steady_clock;
+
+constexpr std::string_view stage = "cgroup";
+constexpr auto kill_patience = std::chrono::seconds(2);
+constexpr auto rmdir_patience = std::chrono::seconds(1);
+constexpr std::int64_t cpu_period_us = 100000;  // the kernel's default period; the quota is a share of it
+constexpr std::int64_t cpu_quota_min_us = 1000;  // the smallest quota the kernel accepts
+constexpr double cpu_seconds_per_second_max = 1e6;  // far above any machine; keeps the quota an integer
+
+// ---- files --------------------------------------------------------------------------------------
+
+setup_result<std::string> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(system_failure(stage, "open", errno, path));
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = got < 0 ? errno : 0;
+      ::close(fd);
+      if (error != 0) return fail(system_failure(stage, "read", error, path));
+      return text;
+    }
+    text.append(chunk, static_cast<std::size_t>(got));
+  }
+}
+
+// cgroupfs takes each write() as one whole value: a value split over two writes would be two values.
+setup_result<void> write_file(const std::string& path, std::string_view value) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fail(system_failure(stage, "open", errno, path));
+  const ssize_t written = ::write(fd, value.data(), value.size());
+  const int error = written < 0 ? errno : EIO;
+  ::close(fd);
+  if (written != static_cast<ssize_t>(value.size()))
+    return fail(system_failure(stage, "write", error, fmt::format("{}, {:?}", path, value)));
+  return success();
+}
+
+// The errors that say "this hierarchy is not the launcher's to use" (mounted read-only, not
+// delegated, the controller not offered here, processes in the way) rather than "it is broken".
+bool unusable(std::int64_t error) {
+  return error == EACCES || error == EPERM || error == EROFS || error == ENOENT || error == EBUSY ||
+         error == EOPNOTSUPP;
+}
+
+template <class T>
+setup_result<bool> usable(const setup_result<T>& step) {
+  if (step) return true;
+  if (unusable(step.error().error_number)) return false;
+  return fail(step.error());
+}
+
+// A SIGKILLed process leaves its cgroup as soon as it gets a CPU to exit on; a long wait between
+// looks would only add to every kill and removal.
+void pause_briefly() {
+  const timespec pause{0, 100'000};
+  ::nanosleep(&pause, nullptr);
+}
+
+// ---- text ---------------------------------------------------------------------------------------
+
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\n");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
+}
+
+std::vector<std::string_view> pieces(std::string_view text, char separator) {
+  std::vector<std::string_view> result;
+  while (!text.empty()) {
+    const auto end = text.find(separator);
+    if (end != 0) result.push_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return result;
+}
+
+bool has_item(std::string_view list, std::string_view item, char separator) {
+  const auto items = pieces(trimmed(list), separator);
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+std::optional<std::int64_t> to_int(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// mountinfo writes a space, tab, newline or backslash in a path as \ooo.
+std::string unescaped(std::string_view field) {
+  const auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string result;
+  for (std::size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() && octal(field[i + 1]) && octal(field[i + 2]) &&
+        octal(field[i + 3])) {
+      result.push_back(static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0')));
+      i += 3;
+    } else {
+      result.push_back(field[i]);
+    }
+  }
+  return result;
+}
+
+// ---- where the launcher's own cgroup is ---------------------------------------------------------
+
+struct cgroup_mount {
+  bool version2 = false;
+  std::string root;     ///< the cgroup the mount shows at its mount point (a bind or a namespace may show a subtree)
+  std::string point;
+  std::string options;  ///< super options: a v1 mount names its controllers there
+};
+
+struct membership {
+  bool version2 = false;  ///< hierarchy id 0
+  std::string controllers;
+  std::string path;
+};
+
+struct cgroup_view {
+  std::vector<cgroup_mount> mounts;
+  std::vector<membership> memberships;
+};
+
+// "id parent major:minor root mount_point options [optional fields] - type source super_options"
+std::optional<cgroup_mount> parse_mount(std::string_view line) {
+  const auto fields = pieces(line, ' ');
+  const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
+  if (dash - fields.begin() < 6 || fields.end() - dash < 4) return std::nullopt;
+  if (dash[1] != "cgroup" && dash[1] != "cgroup2") return std::nullopt;
+  return cgroup_mount{dash[1] == "cgroup2", unescaped(fields[3]), unescaped(fields[4]), std::string(dash[3])};
+}
+
+// "id:controllers:path"; the path may itself hold colons.
+std::optional<membership> parse_membership(std::string_view line) {
+  const auto first = line.find(':');
+  const auto second = line.find(':', first == std::string_view::npos ? first : first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  return membership{line.substr(0, first) == "0", std::string(line.substr(first + 1, second - first - 1)),
+                    std::string(line.substr(second + 1))};
+}
+
+setup_result<cgroup_view> read_view() {
+  cgroup_view view;
+  auto memberships = read_file("/proc/self/cgroup");
+  // A kernel without cgroups has no such file: no hierarchy to use, which is not a failure.
+  if (!memberships && memberships.error().error_number == ENOENT) return view;
+  PSYCH_TRY(const auto own, std::move(memberships));
+  PSYCH_TRY(const auto mounts, read_file("/proc/self/mountinfo"));
+  for (const auto line : pieces(mounts, '\n'))
+    if (auto mount = parse_mount(line)) view.mounts.push_back(std::move(*mount));
+  for (const auto line : pieces(own, '\n'))
+    if (auto member = parse_membership(line)) view.memberships.push_back(std::move(*member));
+  return view;
+}
+
+std::optional<std::string> under_mount(const cgroup_mount& mount, std::string_view path) {
+  const std::string_view root = mount.root == "/" ? std::string_view{} : std::string_view(mount.root);
+  if (path.substr(0, root.size()) != root) return std::nullopt;
+  const auto rest = path.substr(root.size());
+  if (!rest.empty() && rest.front() != '/') return std::nullopt;  // "/ab" is not inside "/a"
+  return rest == "/" ? mount.point : mount.point + std::string(rest);
+}
+
+// The launcher's own cgroup as a host directory: in the v1 hierarchy that holds `controller`, or
+// in the v2 hierarchy when `controller` is empty. nullopt when no mount shows it.
+std::optional<std::string> own_directory(const cgroup_view& view, std::string_view controller) {
+  const bool v2 = controller.empty();
+  const auto holds = [&](bool version2, std::string_view controllers) {
+    return version2 == v2 && (v2 || has_item(controllers, controller, ','));
+  };
+  for (const auto& member : view.memberships) {
+    if (!holds(member.version2, member.controllers)) continue;
+    for (const auto& mount : view.mounts)
+      if (holds(mount.version2, mount.options))
+        if (auto directory = under_mount(mount, member.path)) return directory;
+  }
+  return std::nullopt;
+}
+
+// ---- what to create and write -------------------------------------------------------------------
+
+struct setting {
+  std::size_t directory = 0;  ///< index into the plan's parents, and so into the cgroup's directories
+  std::string_view file;
+  std::string value;
+  bool optional = false;  ///< the kernel may lack it (no swap accounting): absent or refused, it is skipped
+};
+
+struct plan {
+  cgroup_version version = cgroup_version::none;
+  std::vector<std::string> parents;  ///< one per hierarchy, memory's first
+  std::size_t exposed = 0;
+  std::vector<setting> settings;
+};
+
+bool wants_cpu(const cgroup_limits& limits) { return limits.cpu_seconds_per_second > 0; }
+
+std::vector<std::string_view> controllers_for(const cgroup_limits& limits) {
+  if (wants_cpu(limits)) return {"memory", "pids", "cpu"};
+  return {"memory", "pids"};
+}
+
+// The kernel keeps whole pages; rounding up never grants less than was asked.
+std::string memory_value(const cgroup_limits& limits) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const auto bytes = static_cast<std::uint64_t>(limits.memory_bytes);
+  return fmt::format("{}", (bytes + page - 1) / page * page);
+}
+
+std::int64_t cpu_quota_us(const cgroup_limits& limits) {
+  const auto quota = std::ceil(limits.cpu_seconds_per_second * static_cast<double>(cpu_period_us));
+  return std::max(cpu_quota_min_us, static_cast<std::int64_t>(quota));
+}
+
+// A v2 child gets a controller only if its parent's subtree_control enables it, and the kernel
+// refuses that (EBUSY) in a cgroup that holds processes, the root excepted: the launcher's own
+// cgroup qualifies only when it is the root or already hands the controllers down.
+setup_result<bool> enable_controllers(const std::string& parent, const std::vector<std::string_view>& wanted) {
+  const auto offered = read_file(parent + "/cgroup.controllers");
+  const auto enabled = read_file(parent + "/cgroup.subtree_control");
+  PSYCH_TRY(const bool readable, usable(offered));
+  if (!readable) return false;
+  PSYCH_TRY(const bool enabled_readable, usable(enabled));
+  if (!enabled_readable) return false;
+  std::string missing;
+  for (const auto controller : wanted) {
+    if (!has_item(offered.value(), controller, ' ')) return false;
+    if (!has_item(enabled.value(), controller, ' '))
+      missing += fmt::format("{}+{}", missing.empty() ? "" : " ", controller);
+  }
+  if (missing.empty()) return true;
+  return usable(write_file(parent + "/cgroup.subtree_control", missing));
+}
+
+setup_result<std::optional<plan>> plan_v2(const cgroup_view& view, const cgroup_limits& limits) {
+  const auto parent = own_directory(view, "");
+  if (!parent) return std::optional<plan>{};
+  PSYCH_TRY(const bool enabled, enable_controllers(*parent, controllers_for(limits)));
+  if (!enabled) return std::optional<plan>{};
+  plan result{cgroup_version::v2, {*parent}, 1, {}};
+  result.settings = {{0, "memory.max", memory_value(limits)},
+                     {0, "memory.swap.max", "0", true},
+                     {0, "pids.max", fmt::format("{}", limits.pids)}};
+  if (wants_cpu(limits))
+    result.settings.push_back({0, "cpu.max", fmt::format("{} {}", cpu_quota_us(limits), cpu_period_us)});
+  return std::optional<plan>(std::move(result));
+}
+
+setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_limits& limits) {
+  plan result{cgroup_version::v1, {}, 0, {}};
+  // Controllers may share a hierarchy (mounted together), and then share a directory.
+  std::vector<std::size_t> at;
+  for (const auto controller : controllers_for(limits)) {
+    auto parent = own_directory(view, controller);
+    if (!parent) return std::optional<plan>{};
+    const auto found = std::find(result.parents.begin(), result.parents.end(), *parent);
+    at.push_back(static_cast<std::size_t>(found - result.parents.begin()));
+    if (found == result.parents.end()) result.parents.push_back(std::move(*parent));
+  }
+  result.exposed = std::max(at[0], at[1]) + 1;
+  const auto memory = memory_value(limits);
+  // memsw (memory + swap) must not be below the memory limit, so it is written after it.
+  result.settings = {{at[0], "memory.limit_in_bytes", memory},
+                     {at[0], "memory.memsw.limit_in_bytes", memory, true},
+                     {at[1], "pids.max", fmt::format("{}", limits.pids)}};
+  if (wants_cpu(limits)) {
+    result.settings.push_back({at[2], "cpu.cfs_period_us", fmt::format("{}", cpu_period_us)});
+    result.settings.push_back({at[2], "cpu.cfs_quota_us", fmt::format("{}", cpu_quota_us(limits))});
+  }
+  return std::optional<plan>(std::move(result));
+}
+
+setup_result<void> check_limits(const cgroup_limits& limits) {
+  const double cpu = limits.cpu_seconds_per_second;
+  if (limits.memory_bytes > 0 && limits.pids > 0 && cpu >= 0 && cpu <= cpu_seconds_per_second_max) return success();
+  return fail(refusal(stage, fmt::format("cgroup limits of {} bytes, {} pids and {} cpu seconds per second: memory "
+                                         "and pids must be positive, cpu from 0 to {}",
+                                         limits.memory_bytes, limits.pids, cpu, cpu_seconds_per_second_max)));
+}
+
+// Unique while this launcher lives; see make_child for a name a dead launcher left behind.
+std::string next_name() {
+  static std::uint64_t counter = 0;
+  return fmt::format("psych-{}-{}", ::getpid(), counter++);
+}
+
+// A name with the launcher's pid in it is the launcher's own, so one that exists already was left
+// by a dead launcher that had the same pid. It goes; rmdir refuses (EBUSY) if processes remain.
+setup_result<std::optional<std::string>> make_child(const std::string& parent, const std::string& name) {
+  std::string directory = parent + "/" + name;
+  int made = ::mkdir(directory.c_str(), 0755);
+  if (made != 0 && errno == EEXIST) {
+    if (::rmdir(directory.c_str()) != 0)
+      return fail(system_failure(stage, "rmdir", errno, fmt::format("{} (left by a dead launcher)", directory)));
+    made = ::mkdir(directory.c_str(), 0755);
+  }
+  if (made == 0) return std::optional<std::string>(std::move(directory));
+  if (unusable(errno)) return std::optional<std::string>{};
+  return fail(system_failure(stage, "mkdir", errno, directory));
+}
+
+setup_result<void> write_limits(const std::vector<std::string>& directories, const std::vector<setting>& settings) {
+  for (const auto& limit : settings) {
+    const auto path = fmt::format("{}/{}", directories[limit.directory], limit.file);
+    auto written = write_file(path, limit.value);
+    const auto error = written ? 0 : written.error().error_number;
+    if (limit.optional && (error == ENOENT || error == EINVAL)) continue;
+    PSYCH_TRY(std::move(written));
+    PSYCH_TRY(const auto text, read_file(path));
+    if (trimmed(text) != limit.value)
+      return fail(refusal(stage, fmt::format("{} reads back {:?} after {:?} was written", path, trimmed(text),
+                                             limit.value)));
+  }
+  return success();
+}
+
+// ---- processes in it ----------------------------------------------------------------------------
+
+// What cgroup.procs lists now; nothing when it cannot be read (the directory is gone).
+std::vector<pid_t> listed_processes(const std::string& directory) {
+  std::vector<pid_t> result;
+  const auto text = read_file(directory + "/cgroup.procs");
+  if (!text) return result;
+  for (const auto line : pieces(text.value(), '\n'))
+    if (const auto pid = to_int(line); pid && *pid > 0) result.push_back(static_cast<pid_t>(*pid));
+  return result;
+}
+
+// SIGKILLs what `directory` lists; false when it lists nothing. A listed pid may be recycled before
+// the signal lands, so each is pinned by a pidfd and then must still be listed: a process keeps
+// its pid until it is reaped, and signalling one that died meanwhile merely fails.
+bool kill_listed(const std::string& directory, std::vector<pid_t>& signalled) {
+  const auto listed = listed_processes(directory);
+  std::vector<std::pair<pid_t, int>> pinned;
+  for (const pid_t pid : listed) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd >= 0) pinned.emplace_back(pid, pidfd);
+  }
+  const auto confirmed = pinned.empty() ? std::vector<pid_t>{} : listed_processes(directory);
+  for (const auto& [pid, pidfd] : pinned) {
+    if (std::find(confirmed.begin(), confirmed.end(), pid) != confirmed.end() &&
+        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0)
+      signalled.push_back(pid);
+    ::close(pidfd);
+  }
+  return !listed.empty();
+}
+
+// Without cgroup.kill, listing again catches what forked while the last round was signalled.
+std::int64_t kill_round_by_round(const std::vector<std::string>& directories) {
+  std::vector<pid_t> signalled;
+  const auto deadline = steady_clock::now() + kill_patience;
+  for (;;) {
+    bool listed = false;
+    for (const auto& directory : directories) listed = kill_listed(directory, signalled) || listed;
+    if (!listed || steady_clock::now() >= deadline) break;
+    pause_briefly();
+  }
+  std::sort(signalled.begin(), signalled.end());
+  return std::unique(signalled.begin(), signalled.end()) - signalled.begin();
+}
+
+// A memory cgroup can stay busy for a moment after its last task died, while the kernel uncharges it.
+setup_result<void> remove_directory(const std::string& directory, steady_clock::time_point deadline) {
+  for (;;) {
+    if (::rmdir(directory.c_str()) == 0 || errno == ENOENT) return success();
+    const int error = errno;
+    if (error != EBUSY || steady_clock::now() >= deadline)
+      return fail(system_failure(stage, "rmdir", error, directory));
+    pause_briefly();
+  }
+}
+
+// A counter in a cgroup file: the number on the line starting with `key`, or the whole file's
+// number when `key` is empty. 0 when unreadable.
+struct counter {
+  std::string_view file;
+  std::string_view key;
+};
+
+constexpr counter v1_memory_hits[] = {{"memory.failcnt", ""}, {"memory.oom_control", "oom_kill"}};
+constexpr counter v2_memory_hits[] = {{"memory.events", "max"}, {"memory.events", "oom_kill"}};
+
+std::int64_t read_counter(const std::string& directory, const counter& which) {
+  const auto text = read_file(fmt::format("{}/{}", directory, which.file));
+  if (!text) return 0;
+  if (which.key.empty()) return to_int(trimmed(text.value())).value_or(0);
+  for (const auto line : pieces(text.value(), '\n')) {
+    const auto space = line.find(' ');
+    if (space != std::string_view::npos && line.substr(0, space) == which.key)
+      return to_int(trimmed(line.substr(space + 1))).value_or(0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view name_of_version(cgroup_version version) {
+  switch (version) {
+    case cgroup_version::v1: return "v1";
+    case cgroup_version::v2: return "v2";
+    case cgroup_version::none: break;
+  }
+  return "none";
+}
+
+execution_cgroup::execution_cgroup(execution_cgroup&& other) noexcept
+    : version_(std::exchange(other.version_, cgroup_version::none)),
+      directories_(std::exchange(other.directories_, {})),
+      exposed_(std::exchange(other.exposed_, 0)),
+      removed_(std::exchange(other.removed_, false)) {}
+
+execution_cgroup& execution_cgroup::operator=(execution_cgroup&& other) noexcept {
+  if (this != &other) {
+    (void)remove();
+    version_ = std::exchange(other.version_, cgroup_version::none);
+    directories_ = std::exchange(other.directories_, {});
+    exposed_ = std::exchange(other.exposed_, 0);
+    removed_ = std::exchange(other.removed_, false);
+  }
+  return *this;
+}
+
+execution_cgroup::~execution_cgroup() { (void)remove(); }
+
+setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& limits) {
+  PSYCH_TRY(check_limits(limits));
+  PSYCH_TRY(const auto view, read_view());
+  const auto name = next_name();
+  for (const auto planner : {&plan_v2, &plan_v1}) {
+    PSYCH_TRY(const auto planned, planner(view, limits));
+    if (!planned) continue;
+    execution_cgroup cgroup;
+    cgroup.version_ = planned->version;
+    cgroup.exposed_ = planned->exposed;
+    for (const auto& parent : planned->parents) {
+      PSYCH_TRY(auto directory, make_child(parent, name));
+      if (!directory) break;
+      cgroup.directories_.push_back(std::move(*directory));
+    }
+    // A hierarchy that let us make some directories but not all is no use: the destructor undoes them.
+    if (cgroup.directories_.size() != planned->parents.size()) continue;
+    PSYCH_TRY(write_limits(cgroup.directories_, planned->settings));
+    return cgroup;
+  }
+  return execution_cgroup{};
+}
+
+cgroup_version execution_cgroup::version() const { return version_; }
+
+setup_result<void> execution_cgroup::attach(pid_t pid) const {
+  if (removed_) return fail(refusal(stage, fmt::format("pid {} cannot join a cgroup that was removed", pid)));
+  for (const auto& directory : directories_) {
+    PSYCH_TRY(write_file(directory + "/cgroup.procs", fmt::format("{}", pid)));
+  }
+  return success();
+}
+
+std::vector<std::string> execution_cgroup::directories() const {
+  if (removed_) return {};
+  return {directories_.begin(), directories_.begin() + static_cast<std::ptrdiff_t>(exposed_)};
+}
+
+std::int64_t execution_cgroup::kill_all() const {
+  if (directories_.empty()) return 0;
+  if (version_ == cgroup_version::v2) {
+    // cgroup.kill also stops what forks while it works; only what was listed first is counted.
+    const auto listed = static_cast<std::int64_t>(listed_processes(directories_.front()).size());
+    if (write_file(directories_.front() + "/cgroup.kill", "1")) return listed;
+  }
+  return kill_round_by_round(directories_);
+}
+
+bool execution_cgroup::memory_limit_hit() const {
+  if (directories_.empty() || removed_) return false;
+  const auto& memory = directories_.front();
+  const auto hit = [&](const counter& which) { return read_counter(memory, which) > 0; };
+  if (version_ == cgroup_version::v2) return std::any_of(std::begin(v2_memory_hits), std::end(v2_memory_hits), hit);
+  return std::any_of(std::begin(v1_memory_hits), std::end(v1_memory_hits), hit);
+}
+
+setup_result<void> execution_cgroup::remove() {
+  if (directories_.empty()) return success();
+  removed_ = true;
+  kill_all();
+  const auto deadline = steady_clock::now() + rmdir_patience;
+  std::vector<std::string> left;
+  std::optional<setup_error> first_failure;
+  for (auto& directory : directories_) {
+    auto removed = remove_directory(directory, deadline);
+    if (removed) continue;
+    if (!first_failure) first_failure = std::move(removed).error();
+    left.push_back(std::move(directory));
+  }
+  directories_ = std::move(left);
+  if (first_failure) return fail(std::move(*first_failure));
+  return success();
+}
+
+}  // namespace psych::launcher

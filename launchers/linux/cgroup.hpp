@@ -1,0 +1,80 @@
+#pragma once
+// The cgroup of an ISOLATED execution: memory, pids and cpu limits that hold for the whole process
+// tree (rlimits are per process), and a kill that reaches every process in it, wherever it
+// re-parented itself. A fresh child cgroup per execution, under the launcher's own cgroup.
+//
+// cgroup v2 is used when its memory and pids controllers (and cpu, when a quota is asked for) can
+// be enabled below the launcher's cgroup; else cgroup v1 when those hierarchies let the launcher
+// make a child; else none, which is an answer and not an error: the caller grades memory as not
+// enforced by a cgroup. The launcher never moves itself to make v2 usable: a v2 cgroup that holds
+// processes cannot hand controllers to its children, which rules v2 out below any cgroup the
+// launcher shares with others.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "failure.hpp"
+
+namespace psych::launcher {
+
+struct cgroup_limits {
+  std::int64_t memory_bytes = 0;       ///< rounded up to whole pages; swap gets none of it
+  std::int64_t pids = 0;               ///< processes and threads, the first one included
+  double cpu_seconds_per_second = 0;  ///< 0: no cpu quota
+};
+
+enum class cgroup_version { none, v1, v2 };
+
+/// "none", "v1", "v2": the name the `started` report carries.
+std::string_view name_of_version(cgroup_version version);
+
+/// One execution's cgroup. Move-only; destroying it removes it (best effort).
+class execution_cgroup {
+ public:
+  /// A cgroup of version none: every operation is a no-op.
+  execution_cgroup() = default;
+  execution_cgroup(execution_cgroup&& other) noexcept;
+  execution_cgroup& operator=(execution_cgroup&& other) noexcept;
+  execution_cgroup(const execution_cgroup&) = delete;
+  execution_cgroup& operator=(const execution_cgroup&) = delete;
+  ~execution_cgroup();
+
+  /// Makes "psych-<launcher pid>-<counter>" below the launcher's own cgroup, writes the limits and
+  /// reads each back: a limit that does not read back as written fails the call. Version none
+  /// (not an error) when no hierarchy lets the launcher make a child holding every limit asked for.
+  static setup_result<execution_cgroup> create(const cgroup_limits& limits);
+
+  cgroup_version version() const;
+
+  /// Moves `pid` into the cgroup in every hierarchy. For a child still waiting for the go-ahead,
+  /// so that nothing it runs is ever outside.
+  setup_result<void> attach(pid_t pid) const;
+
+  /// Host paths a sandbox may bind read-only so the program can read its limits back:
+  /// v1 the memory and pids directories, v2 the one directory. Empty for none and once removed.
+  std::vector<std::string> directories() const;
+
+  /// SIGKILLs every process in the cgroup (cgroup.kill on v2; on v1, or a kernel before 5.14,
+  /// round after round until none is listed, for at most 2 s). The number of processes signalled.
+  std::int64_t kill_all() const;
+
+  /// Whether a charge ever hit the memory limit (v1 memory.failcnt or an OOM kill; v2
+  /// memory.events max or oom_kill). A hit that reclaim absorbed counts too. Ask before remove().
+  bool memory_limit_hit() const;
+
+  /// kill_all(), then rmdir in every hierarchy, retrying for about 1 s while the kernel still
+  /// calls a directory busy. Idempotent; a directory that failed stays for the next call.
+  setup_result<void> remove();
+
+ private:
+  cgroup_version version_ = cgroup_version::none;
+  std::vector<std::string> directories_;  ///< memory's first; v1 cpu's, if any, last
+  std::size_t exposed_ = 0;               ///< leading directories that directories() reports
+  bool removed_ = false;                  ///< remove() began: directories_ holds only what it could not remove
+};
+
+}  // namespace psych::launcher

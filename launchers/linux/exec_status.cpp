@@ -1,0 +1,57 @@
+#include "exec_status.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>  // PIPE_BUF
+#include <cstring>
+#include <string_view>
+
+#include <unistd.h>
+
+namespace psych::launcher {
+
+namespace {
+
+struct status_record {
+  int error_number = 0;
+  char stage[32] = {};
+  char syscall[32] = {};
+  char message[440] = {};
+};
+static_assert(sizeof(status_record) < PIPE_BUF);
+
+template <std::size_t N>
+void copy_text(char (&to)[N], std::string_view from) {
+  const auto n = std::min(from.size(), N - 1);
+  std::memcpy(to, from.data(), n);
+  to[n] = '\0';
+}
+
+}  // namespace
+
+void report_setup_failure(int status_fd, const setup_error& error) {
+  status_record record;
+  record.error_number = static_cast<int>(error.error_number);
+  copy_text(record.stage, error.stage);
+  copy_text(record.syscall, error.syscall);
+  copy_text(record.message, error.message);
+  [[maybe_unused]] const auto ignored = ::write(status_fd, &record, sizeof record);
+  ::_exit(127);
+}
+
+setup_result<std::optional<setup_error>> read_setup_status(int fd) {
+  status_record record;
+  std::size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(&record);
+  for (;;) {
+    const ssize_t n = ::read(fd, bytes + got, sizeof record - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
+    if (n == 0 || (got += static_cast<std::size_t>(n)) == sizeof record) break;
+  }
+  if (got == 0) return success(std::optional<setup_error>{});
+  if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
+  return success(std::optional<setup_error>{setup_error{record.stage, record.syscall, record.error_number, record.message}});
+}
+
+}  // namespace psych::launcher

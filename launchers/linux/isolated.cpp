@@ -1,0 +1,233 @@
+#include "isolated.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "capabilities.hpp"
+#include "exec_status.hpp"
+#include "fds.hpp"
+#include "rlimits.hpp"
+#include "seccomp.hpp"
+#include "signals.hpp"
+
+namespace psych::launcher {
+
+namespace {
+
+/// The pipes between the launcher and init. Each end is closed by the side that does not use it.
+struct init_pipes {
+  int status[2] = {-1, -1};     ///< setup failures of init and the interpreter (exec_status.hpp)
+  int go[2] = {-1, -1};         ///< launcher -> init: the maps and the cgroup are in place; later, its hangup
+  int report[2] = {-1, -1};     ///< init -> launcher: init_report
+
+  void close_all() {
+    for (int* pair : {status, go, report})
+      for (int i = 0; i < 2; ++i)
+        if (pair[i] >= 0) ::close(std::exchange(pair[i], -1));
+  }
+};
+
+setup_result<void> open_pipes(init_pipes& pipes) {
+  for (int* pair : {pipes.status, pipes.go, pipes.report})
+    if (::pipe2(pair, O_CLOEXEC) != 0) {
+      pipes.close_all();
+      return fail(system_failure("exec", "pipe2", errno, "O_CLOEXEC"));
+    }
+  return success();
+}
+
+/// In the interpreter's process, forked by init inside the new root. Each step is fatal.
+setup_result<void> set_up_interpreter(const isolated_plan& plan, const landlock_ruleset& ruleset) {
+  const child_plan& child = plan.child;
+  PSYCH_TRY(restore_default_signals());
+  if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
+  PSYCH_TRY(arrange_child_fds(child.bootstrap_fd));
+  PSYCH_TRY(apply_rlimits(child.rlimits));
+  if (::chdir(sandbox_workspace) != 0) return fail(system_failure("workspace", "chdir", errno, sandbox_workspace));
+  PSYCH_TRY(drop_all_capabilities());
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
+  PSYCH_TRY(ruleset.restrict_self());  // needs NoNewPrivs; before seccomp, which would deny it nothing but is last
+  PSYCH_TRY(install_filter(child.filter));
+  ::execve(child.interpreter.c_str(), child.argv.data(), child.environment.data());
+  return fail(system_failure("exec", "execve", errno, child.interpreter));
+}
+
+/// Init keeps only what it still needs: the report pipe and the launcher's keepalive.
+void close_all_but(int keep_a, int keep_b) {
+  const int low = std::min(keep_a, keep_b), high = std::max(keep_a, keep_b);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2; ++fd)
+    if (null >= 0) ::dup2(null, fd);  // the program's pipes must reach EOF when the program's tree is gone
+  if (null > 2) ::close(null);
+  ::close_range(3, static_cast<unsigned>(low - 1), 0);
+  if (high > low + 1) ::close_range(static_cast<unsigned>(low + 1), static_cast<unsigned>(high - 1), 0);
+  ::close_range(static_cast<unsigned>(high + 1), ~0U, 0);
+}
+
+std::int64_t processes_besides_init() {
+  std::int64_t count = 0;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (const dirent* entry = ::readdir(proc))
+      if (entry->d_name[0] >= '1' && entry->d_name[0] <= '9' && std::strcmp(entry->d_name, "1") != 0) ++count;
+    ::closedir(proc);
+  }
+  return count;
+}
+
+/// Init after the interpreter's fork: reaps every process of the namespace (orphans come to it)
+/// until the interpreter itself has ended, reports, and exits, which kills the rest.
+[[noreturn]] void reap_until_interpreter_ends(pid_t interpreter, int report_fd) {
+  init_report report;
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t pid = ::wait4(-1, &status, 0, &usage);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break;  // no children at all: nothing left to wait for
+    if (pid == interpreter) {
+      report.status = status;
+      report.usage = usage;
+      break;
+    }
+  }
+  report.leftovers = processes_besides_init();
+  [[maybe_unused]] const auto written = ::write(report_fd, &report, sizeof report);
+  ::_exit(0);
+}
+
+setup_result<void> wait_for_go(int go_fd) {
+  char go = 0;
+  ssize_t n;
+  while ((n = ::read(go_fd, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) return fail(refusal("namespaces", "the launcher ended before the sandbox was set up"));
+  return success();
+}
+
+/// The launcher may have died between the go-ahead and PR_SET_PDEATHSIG: it holds the go pipe's
+/// write end for the whole execution, so a hangup there means nobody would ever kill this init.
+setup_result<void> check_launcher_alive(int go_fd) {
+  pollfd watched{go_fd, POLLIN, 0};
+  if (::poll(&watched, 1, 0) > 0 && (watched.revents & (POLLHUP | POLLERR)))
+    return fail(refusal("session", "the launcher ended during setup"));
+  return success();
+}
+
+[[noreturn]] void run_init(const isolated_plan& plan, init_pipes pipes) {
+  const int status_fd = pipes.status[1];
+  const auto setup = [&]() -> setup_result<pid_t> {
+    PSYCH_TRY(wait_for_go(pipes.go[0]));
+    PSYCH_TRY(become_namespace_root(plan.identity));
+    // After the uid change, which clears the parent-death signal.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+      return fail(system_failure("session", "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
+    PSYCH_TRY(check_launcher_alive(pipes.go[0]));
+    if (::sethostname("psych", 5) != 0) return fail(system_failure("namespaces", "sethostname", errno, "psych"));
+    PSYCH_TRY(enter_minimal_root(plan.root));
+    PSYCH_TRY(auto ruleset, landlock_ruleset::prepare(plan.landlock));
+    const pid_t interpreter = ::fork();
+    if (interpreter < 0) return fail(system_failure("exec", "fork", errno));
+    if (interpreter == 0) report_setup_failure(status_fd, set_up_interpreter(plan, ruleset).error());
+    return interpreter;
+  };
+  ::close(pipes.status[0]);
+  ::close(pipes.go[1]);
+  ::close(pipes.report[0]);
+  auto interpreter = setup();
+  if (!interpreter) report_setup_failure(status_fd, interpreter.error());
+  close_all_but(pipes.report[1], pipes.go[0]);
+  reap_until_interpreter_ends(interpreter.value(), pipes.report[1]);
+}
+
+/// The interpreter's pid on the host: init's only child while init waits for it.
+setup_result<pid_t> only_child_of(pid_t init) {
+  const auto path = fmt::format("/proc/{0}/task/{0}/children", init);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(system_failure("cgroup", "open", errno, path));
+  char text[64] = {};
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  pid_t child = 0;
+  if (n <= 0 || std::sscanf(text, "%d", &child) != 1 || child <= 0)
+    return fail(refusal("cgroup", "init has no interpreter child to put in the cgroup"));
+  return child;
+}
+
+void end_init(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int ignored = 0;
+  while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
+                                            const std::function<setup_result<void>(pid_t)>& attach) {
+  init_pipes pipes;
+  PSYCH_TRY(open_pipes(pipes));
+  const auto at = std::chrono::steady_clock::now();
+  auto cloned = clone_into_namespaces();
+  if (!cloned) {
+    pipes.close_all();
+    return fail(cloned.error());
+  }
+  const pid_t init = cloned.value();
+  if (init == 0) run_init(plan, pipes);
+
+  ::close(std::exchange(pipes.status[1], -1));
+  ::close(std::exchange(pipes.go[0], -1));
+  ::close(std::exchange(pipes.report[1], -1));
+  const auto fail_with = [&](setup_error error) -> setup_result<isolated_child> {
+    end_init(init);
+    pipes.close_all();
+    return fail(std::move(error));
+  };
+  if (auto mapped = write_id_maps(init, plan.identity); !mapped) return fail_with(mapped.error());
+  if (::write(pipes.go[1], "g", 1) != 1) return fail_with(system_failure("namespaces", "write", errno, "go pipe"));
+  // Moving a process between cgroups waits for an RCU grace period when none was under way
+  // (~10 ms on cgroup v1). Init and the interpreter's start-up are the sandbox's own trusted code,
+  // so that wait runs beside them instead of before them; both are members before `started`,
+  // and the host sends no program before `started`.
+  if (auto attached = attach(init); !attached) return fail_with(attached.error());
+  auto detached = detach_launcher_fds();
+  if (!detached) return fail_with(detached.error());
+  auto report = read_setup_status(pipes.status[0]);
+  if (!report) return fail_with(report.error());
+  if (report.value()) return fail_with(*report.value());
+  ::close(std::exchange(pipes.status[0], -1));
+  // The interpreter was forked by init, perhaps before init joined: it joins itself now.
+  auto interpreter = only_child_of(init);
+  if (!interpreter) return fail_with(interpreter.error());
+  if (auto attached = attach(interpreter.value()); !attached) return fail_with(attached.error());
+  return isolated_child{.init = spawned{init, at},
+                        .report_fd = std::exchange(pipes.report[0], -1),
+                        .keepalive_fd = std::exchange(pipes.go[1], -1)};
+}
+
+std::optional<init_report> read_init_report(int fd) {
+  init_report report;
+  std::size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(&report);
+  for (;;) {
+    const ssize_t n = ::read(fd, bytes + got, sizeof report - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || (got += static_cast<std::size_t>(n)) == sizeof report) break;
+  }
+  if (got != sizeof report) return std::nullopt;
+  return report;
+}
+
+}  // namespace psych::launcher
