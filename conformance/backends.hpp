@@ -18,6 +18,12 @@ struct backend_under_test {
   psych::local_sandbox_options options;
 };
 
+/// Whether the backend runs the program behind namespaces, where the pids it reports are its
+/// own namespace's and mean nothing on the host.
+inline bool isolated(const backend_under_test& backend) {
+  return backend.options.isolation == psych::isolation_level::isolated;
+}
+
 /// Every backend the suite knows, available here or not.
 const std::vector<backend_under_test>& backends();
 

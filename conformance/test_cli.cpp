@@ -106,11 +106,27 @@ TEST_CASE("psych run: exit statuses and readable output") {
     CHECK(r.status == 1);
     CHECK(r.output.find("limit hit: wall_seconds") != std::string::npos);
   }
-  SUBCASE("3: refused, because no local backend here reaches isolated") {
+  SUBCASE("3: refused, because the pinned backend does not reach isolated") {
     program_file p("return 1\n");
-    const auto r = shell(psych_cli + " run --isolation isolated " + p.path());
+    const auto r = shell(psych_cli + " run --backend linux-process --isolation isolated " + p.path());
     CHECK(r.status == 3);
     CHECK(r.output.find("isolation_unreachable") != std::string::npos);
+  }
+  SUBCASE("0: isolated where this host allows namespaces, else refused with the reason") {
+    program_file p("return 1\n");
+    const auto r = shell(psych_cli + " run --isolation isolated " + p.path());
+    if (r.status == 0) {
+      CHECK(r.output.find("isolation: isolated") != std::string::npos);
+    } else {
+      CHECK(r.status == 3);
+      MESSAGE("no isolated backend here: " << r.output);
+    }
+  }
+  SUBCASE("2: an unknown backend fails loudly") {
+    program_file p("return 1\n");
+    const auto r = shell(psych_cli + " run --backend linux-teleport " + p.path());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("linux-teleport") != std::string::npos);
   }
   SUBCASE("^C cancels: the tree is killed and the result still printed") {
     program_file p("import time\nprint('started', flush=True)\ntime.sleep(30)\n");
@@ -128,7 +144,7 @@ TEST_CASE("psych run: exit statuses and readable output") {
 
 TEST_CASE("psych run --json uses the spec's result names") {
   program_file p("print('out')\nreturn [1, 'two']\n");
-  const auto r = shell(psych_cli + " run --json " + p.path());
+  const auto r = shell(psych_cli + " run --json --backend linux-process " + p.path());
   CHECK(r.status == 0);
   for (const char* key : {"\"value\":[1,\"two\"]", "\"failure\":null", "\"stdout\":\"out\\n\"", "\"stderr\":\"\"",
                           "\"stdout_size\":4", "\"stderr_size\":0", "\"limit_hit\":null", "\"cancelled\":false",
@@ -177,13 +193,26 @@ TEST_CASE("the unprivileged path, as a throwaway user") {
   program_file p("import os\nreturn os.getuid()\n");
   const std::string as_user = "runuser -u " + user + " -- ";
 
-  SUBCASE("without allow_same_uid the worker's own uid is refused loudly") {
-    const auto r = shell(as_user + psych_cli + " run " + p.path());
+  SUBCASE("PROCESS without allow_same_uid: the worker's own uid is refused loudly") {
+    const auto r = shell(as_user + psych_cli + " run --backend linux-process " + p.path());
     CHECK(r.status == 2);
     CHECK(r.output.find("allow_same_uid") != std::string::npos);
   }
-  SUBCASE("with allow_same_uid it runs, and says identity is unavailable") {
-    const auto r = shell(as_user + psych_cli + " run --json --allow-same-uid " + p.path());
+  SUBCASE("ISOLATED: the user's own uid mapped to the namespace's root, the boundary graded") {
+    program_file q("import os\nreturn [os.getuid(), open('/proc/self/uid_map').read().split()]\n");
+    const auto r = shell(as_user + psych_cli + " run --json --isolation isolated " + q.path());
+    if (r.status != 0) {
+      MESSAGE("unprivileged user namespaces are not available here: " << r.output);
+    } else {
+      CHECK(r.output.find("\"value\":[0,[\"0\",\"" + std::to_string(uid) + "\",\"1\"]]") != std::string::npos);
+      CHECK(r.output.find("\"isolation\":\"isolated\"") != std::string::npos);
+      CHECK(r.output.find("\"identity\":\"unavailable\"") != std::string::npos);
+      CHECK(r.output.find("\"filesystem\":\"enforced\"") != std::string::npos);
+      CHECK(r.output.find("\"network\":\"enforced\"") != std::string::npos);
+    }
+  }
+  SUBCASE("PROCESS with allow_same_uid it runs, and says identity is unavailable") {
+    const auto r = shell(as_user + psych_cli + " run --json --backend linux-process --allow-same-uid " + p.path());
     CHECK(r.status == 0);
     CHECK(r.output.find("\"value\":" + std::to_string(uid)) != std::string::npos);
     CHECK(r.output.find("\"identity\":\"unavailable\"") != std::string::npos);

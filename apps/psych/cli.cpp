@@ -23,7 +23,9 @@ const char* const run_usage =
     "\n"
     "options:\n"
     "  --json                    print the result as one JSON object\n"
-    "  --isolation LEVEL         minimum isolation: process (default) or isolated\n"
+    "  --isolation LEVEL         minimum isolation: process (default) or isolated; the strongest local\n"
+    "                            backend that reaches it runs the program\n"
+    "  --backend NAME            pin one backend: linux-process or linux-namespaces\n"
     "  --wall-seconds S          wall-clock limit\n"
     "  --cpu-seconds S           CPU time limit\n"
     "  --memory-bytes N          memory (address space) limit; K, M, G suffixes allowed\n"
@@ -31,7 +33,7 @@ const char* const run_usage =
     "  --process-count N         processes and threads, the interpreter included\n"
     "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
     "  --config FILE             deployment settings as JSON: python_bin, default_limits, env_allowlist,\n"
-    "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root\n"
+    "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root, backend\n"
     "  --help                    this text\n"
     "\n"
     "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
@@ -90,6 +92,8 @@ result<command> parse_run(std::span<const std::string_view> args) {
       const auto value = args[++i];
       if (arg == "--config") {
         run.config_path = std::string(value);
+      } else if (arg == "--backend") {
+        run.backend = std::string(value);
       } else if (arg == "--isolation") {
         const auto level = parse_enum<isolation_level>(value);
         if (!level)

@@ -17,6 +17,7 @@ struct run_command {
   std::string program_path;  ///< "-" for standard input
   bool allow_same_uid = false;
   std::string config_path;  ///< empty: none
+  std::string backend;      ///< empty: the strongest local backend that reaches `isolation`
 };
 
 struct describe_command {

@@ -37,6 +37,7 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   if (config.run_as_uid) base.run_as_uid = *config.run_as_uid;
   if (config.run_as_gid) base.run_as_gid = *config.run_as_gid;
   if (config.temp_root) base.temp_root = *config.temp_root;
+  if (config.backend) base.backend = config.backend;
   if (base.run_as_uid <= 0 || base.run_as_gid <= 0)
     return failure(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_uid and run_as_gid must be positive (never root)", path));

@@ -22,6 +22,7 @@ struct sandbox_config {
   std::optional<std::int64_t> run_as_uid;
   std::optional<std::int64_t> run_as_gid;
   std::optional<std::string> temp_root;
+  std::optional<std::string> backend;
 };
 
 /// Reads and validates a config file; errors are unreadable_file, the
@@ -31,4 +32,4 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
 }  // namespace psych::cli
 
 BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, default_limits, env_allowlist, allow_same_uid,
-                        launcher_path, run_as_uid, run_as_gid, temp_root);
+                        launcher_path, run_as_uid, run_as_gid, temp_root, backend);

@@ -126,6 +126,7 @@ int run(const cli::run_command& command) {
   if (!program) return fail_usage(program.error());
   auto options = sandbox_options(command.config_path, command.allow_same_uid);
   if (!options) return fail_usage(options.error());
+  if (!command.backend.empty()) options.value().backend = command.backend;
   auto sandbox = local_sandbox(options.value());
   if (!sandbox) return fail_usage(sandbox.error());
 

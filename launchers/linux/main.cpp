@@ -243,7 +243,7 @@ int run() {
                                                 .signal_fd = signal_fd.value(),
                                                 .init_report_fd = init_report_fd});
   if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == "SIGKILL" && outcome.exit.limit_hit.empty())
-    outcome.exit.limit_hit = "address_space_bytes";  // the cgroup's OOM kill, not a signal the program chose
+    outcome.exit.limit_hit = "memory_bytes";  // the cgroup's OOM kill, not a signal the program chose
   if (keepalive_fd >= 0) ::close(keepalive_fd);
   if (init_report_fd >= 0) ::close(init_report_fd);
   if (outcome.host_gone) return exit_setup_failed;
