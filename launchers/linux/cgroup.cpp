@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -315,7 +316,26 @@ std::string next_name() {
 
 // A name with the launcher's pid in it is the launcher's own, so one that exists already was left
 // by a dead launcher that had the same pid. It goes; rmdir refuses (EBUSY) if processes remain.
+// A launcher killed outright (SIGKILL, OOM) never removes its cgroup; its sandbox died with it
+// (init's parent-death signal), so what it left is empty. Only names of launchers that are gone are
+// touched: "psych-<pid>-<n>" with no process <pid>. A recycled pid keeps its directory for the
+// next launcher after it.
+void remove_abandoned(const std::string& parent) {
+  DIR* listing = ::opendir(parent.c_str());
+  if (listing == nullptr) return;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with("psych-")) continue;
+    const auto rest = name.substr(6);
+    const auto pid = to_int(rest.substr(0, rest.find('-')));
+    if (pid && *pid > 0 && *pid != ::getpid() && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH)
+      ::rmdir((parent + "/" + std::string(name)).c_str());
+  }
+  ::closedir(listing);
+}
+
 setup_result<std::optional<std::string>> make_child(const std::string& parent, const std::string& name) {
+  remove_abandoned(parent);
   std::string directory = parent + "/" + name;
   int made = ::mkdir(directory.c_str(), 0755);
   if (made != 0 && errno == EEXIST) {

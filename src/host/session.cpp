@@ -518,7 +518,9 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
   if (!remove_execution_dirs(dirs.value()))
     outcome.result.problems.push_back(
         fmt::format("workspace: the host could not remove everything under {}", dirs.value().base));
-  if (plan.run_as) sweep_shared_temp(plan.run_as->uid);
+  // ISOLATED: the program saw no shared temp directory of the host (its /tmp is its own tmpfs,
+  // its message queues its own ipc namespace's), so there is nothing of it to sweep.
+  if (plan.run_as && plan.attempt != isolation_level::isolated) sweep_shared_temp(plan.run_as->uid);
   return outcome;
 }
 

@@ -4,6 +4,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -18,6 +20,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,6 +335,26 @@ TEST_CASE("remove leaves no directory behind, and removing twice is fine") {
   CHECK(cgroup->directories().empty());
   CHECK(cgroup->remove());
   CHECK_FALSE(cgroup->attach(::getpid()));
+}
+
+TEST_CASE("a cgroup a killed launcher left behind is removed by the next one, and only that") {
+  auto first = make_or_skip(small);
+  if (!first) return;
+  const auto parent = std::filesystem::path(first->directories().front()).parent_path().string();
+  // A pid that is gone: a child that exited and was reaped.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const auto abandoned = fmt::format("{}/psych-{}-0", parent, gone);
+  const auto alive = fmt::format("{}/psych-{}-0", parent, ::getppid());  // a launcher still running
+  REQUIRE(::mkdir(abandoned.c_str(), 0755) == 0);
+  REQUIRE(::mkdir(alive.c_str(), 0755) == 0);
+  auto second = execution_cgroup::create(small);
+  REQUIRE(second);
+  CHECK_FALSE(std::filesystem::exists(abandoned));
+  CHECK(std::filesystem::exists(alive));
+  ::rmdir(alive.c_str());
+  ::rmdir(abandoned.c_str());
 }
 
 TEST_CASE("a moved-from cgroup owns nothing; the one it moved to removes it") {
