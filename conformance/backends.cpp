@@ -56,6 +56,7 @@ void for_each_backend(const std::function<void(psych::sandbox&, const backend_un
       body(*sandbox.value(), backend);
       if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
       CHECK(leftovers_in_temp_root().empty());
+      CHECK(abandoned_cgroups().empty());
     }
   }
 }
@@ -73,6 +74,23 @@ psych::execution_terms terms_for(const psych::sandbox& sandbox, psych::code_exec
 psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::code_execution_limits limits,
                           std::stop_token stop) {
   return sandbox.run({.program = std::move(program), .terms = terms_for(sandbox, limits)}, std::move(stop));
+}
+
+std::vector<std::string> abandoned_cgroups() {
+  // A launcher's cgroup is named psych-<its pid>-<n>; one whose launcher is gone was leaked.
+  // (A live launcher's, say of a test running beside this one, is still in use.)
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator("/sys/fs/cgroup", ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 4) it.disable_recursion_pending();
+    const auto name = it->path().filename().string();
+    if (!name.starts_with("psych-")) continue;
+    it.disable_recursion_pending();
+    const auto pid = std::atoi(name.c_str() + 6);
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) found.push_back(it->path().string());
+  }
+  return found;
 }
 
 std::vector<int> processes_of(std::int64_t uid) {

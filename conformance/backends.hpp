@@ -45,6 +45,8 @@ inline constexpr std::int64_t suite_uid = 1'500'100;
 /// Processes of the suite's uid still alive, and entries left in its temp root.
 std::vector<int> processes_of(std::int64_t uid);
 std::vector<std::string> leftovers_in_temp_root();
+/// cgroups named for a launcher that no longer exists: leaked.
+std::vector<std::string> abandoned_cgroups();
 const std::string& temp_root();
 
 /// As for_each_backend, but every backend runs its child as `uid` (never the worker's own),

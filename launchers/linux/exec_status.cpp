@@ -39,16 +39,24 @@ void report_setup_failure(int status_fd, const setup_error& error) {
   ::_exit(127);
 }
 
+ssize_t read_record(int fd, void* record, std::size_t size) {
+  std::size_t got = 0;
+  auto* bytes = static_cast<char*>(record);
+  while (got < size) {
+    const ssize_t n = ::read(fd, bytes + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return static_cast<ssize_t>(got);
+}
+
 setup_result<std::optional<setup_error>> read_setup_status(int fd) {
   status_record record;
-  std::size_t got = 0;
-  auto* bytes = reinterpret_cast<char*>(&record);
-  for (;;) {
-    const ssize_t n = ::read(fd, bytes + got, sizeof record - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
-    if (n == 0 || (got += static_cast<std::size_t>(n)) == sizeof record) break;
-  }
+  const ssize_t read = read_record(fd, &record, sizeof record);
+  if (read < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
+  const auto got = static_cast<std::size_t>(read);
   if (got == 0) return success(std::optional<setup_error>{});
   if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
   return success(std::optional<setup_error>{setup_error{record.stage, record.syscall, record.error_number, record.message}});

@@ -219,14 +219,7 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
 
 std::optional<init_report> read_init_report(int fd) {
   init_report report;
-  std::size_t got = 0;
-  auto* bytes = reinterpret_cast<char*>(&report);
-  for (;;) {
-    const ssize_t n = ::read(fd, bytes + got, sizeof report - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || (got += static_cast<std::size_t>(n)) == sizeof report) break;
-  }
-  if (got != sizeof report) return std::nullopt;
+  if (read_record(fd, &report, sizeof report) != static_cast<ssize_t>(sizeof report)) return std::nullopt;
   return report;
 }
 
