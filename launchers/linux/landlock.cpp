@@ -120,9 +120,11 @@ int landlock_abi() noexcept {
   return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
+int landlock_abi_used() noexcept { return std::min(landlock_abi(), newest_known_abi); }
+
 setup_result<landlock_ruleset> landlock_ruleset::prepare(const landlock_paths& paths) {
   landlock_ruleset ruleset;
-  ruleset.abi_ = std::min(landlock_abi(), newest_known_abi);
+  ruleset.abi_ = landlock_abi_used();
   if (ruleset.abi_ == 0) return ruleset;
 
   const int abi = ruleset.abi_;

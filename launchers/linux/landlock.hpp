@@ -21,6 +21,9 @@ namespace psych::launcher {
 /// The ABI the kernel offers: 0 when Landlock is absent or disabled (ENOSYS/EOPNOTSUPP), never an error.
 int landlock_abi() noexcept;
 
+/// The ABI a ruleset prepared here uses: the kernel's, capped at the newest this file knows.
+int landlock_abi_used() noexcept;
+
 /// What the sandbox may touch, as paths in the calling process's root. A rule covers the file or
 /// the whole tree beneath a directory; on a file, only the file rights of its category apply.
 struct landlock_paths {

@@ -160,7 +160,7 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .subreaper = true,
                                      .no_new_privs = true,
                                      .seccomp = seccomp_state::filter,
-                                     .landlock_abi = landlock_abi(),
+                                     .landlock_abi = landlock_abi_used(),
                                      .namespaces = isolated_namespace_names(),
                                      .cgroup = std::string(name_of_version(cgroup->version())),
                                      .uid_drop = identity.privileged_writer,
