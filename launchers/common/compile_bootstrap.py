@@ -6,7 +6,7 @@
 #
 #   magic    4 bytes   this interpreter's import MAGIC_NUMBER (the bytecode format's version)
 #   length   4 bytes   little-endian length of the code that follows
-#   code     length    marshal.dumps(compile(source, "<psych-bootstrap>", "exec"))
+#   code     length    marshal.dumps(compile(source, "<psych-bootstrap>", "exec", optimize=2))
 #   source   the rest  bootstrap.py itself, UTF-8
 #
 # The code is only valid for interpreters with the same magic; any other one (another
@@ -21,7 +21,8 @@ FILENAME = "<psych-bootstrap>"  # what the bootstrap's own frames say in a trace
 
 
 def make_blob(source, magic=MAGIC_NUMBER):
-    code = marshal.dumps(compile(source, FILENAME, "exec", dont_inherit=True))
+    # optimize=2 drops the docstrings (the bootstrap asserts nothing): less to unmarshal per start.
+    code = marshal.dumps(compile(source, FILENAME, "exec", dont_inherit=True, optimize=2))
     return magic + len(code).to_bytes(4, "little") + code + source
 
 
