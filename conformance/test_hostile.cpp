@@ -1210,6 +1210,43 @@ while True:
   });
 }
 
+TEST_CASE("hostile: CPU spread over children, each under its own RLIMIT_CPU") {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
+    // Six children spin, each within its own RLIMIT_CPU of cpu_seconds: six allowances in all,
+    // unless something counts the tree. The parent waits for them without spending CPU.
+    const auto r = conformance::run(sb, R"PY(
+import os
+children = []
+for _ in range(6):
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            pass
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+return "every child ran out on its own"
+)PY",
+                                    {.cpu_seconds = 1.0, .process_count = 16, .wall_seconds = 20.0});
+    if (!isolated(backend)) {
+      // PROCESS: each child is killed at its own cpu_seconds; the tree spent six (docs/process-backend.md).
+      MESSAGE("PROCESS limit (docs/process-backend.md): RLIMIT_CPU binds each process; the tree used "
+              << r.duration_seconds << " s of wall clock on 2 cores");
+      CHECK(r.guarantees.cpu == enforcement::unverified);
+      return;
+    }
+    if (r.guarantees.cpu != enforcement::enforced) {
+      MESSAGE("no cgroup CPU accounting on this host: cpu is " << name_of(r.guarantees.cpu));
+      return;
+    }
+    // ISOLATED with the cgroup's CPU accounting: the tree ends at cpu_seconds in all.
+    REQUIRE(r.failure);
+    CHECK(r.failure->kind == failure_kind::limit_exceeded);
+    CHECK(r.limit_hit == limit_name::cpu_seconds);
+    CHECK_MESSAGE(r.duration_seconds < 3.0, describe(r));
+  });
+}
+
 TEST_CASE("hostile: a daemonised grandchild that writes a marker 5 s later") {
   for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
     // Sticky, world-writable and owned by root (like test_contract.cpp's isolation case),

@@ -236,10 +236,11 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   const auto& want = e.limits;
   const auto& set = m.rlimits;
   const auto& seen = c.rlimits;
-  // RLIMIT_CPU is per process, and no cgroup CPU quota stands in for it: a tree of spinners each
-  // gets its own allowance (the wall clock still bounds them all).
+  // RLIMIT_CPU is per process: a tree of spinners gets one allowance each. Only the launcher's
+  // reading of the cgroup's CPU time, held outside the sandbox like the wall clock, covers the tree.
   g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds,
-                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), false, problems);
+                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), m.cpu_tree_limit,
+                               problems);
   // The cgroup's memory limit covers the whole tree (and /tmp's pages), but only counts where the
   // child read the very limit back from inside.
   const auto memory_bytes = static_cast<std::int64_t>(want.address_space_bytes.value);

@@ -45,6 +45,8 @@ struct mechanism_report {
   std::int64_t process_count_base = 0;  ///< the target uid's processes before the child
   /// The names directly under the root the launcher built (isolated); empty: the host's root.
   std::vector<std::string> root_entries;
+  /// The launcher holds cpu_seconds for the whole tree, from its cgroup's CPU accounting.
+  bool cpu_tree_limit = false;
 };
 
 struct child_rlimits {
@@ -108,7 +110,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
                         landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
-                        rlimits, process_count_base, root_entries);
+                        rlimits, process_count_base, root_entries, cpu_tree_limit);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);

@@ -221,6 +221,7 @@ struct plan {
   std::vector<std::string> parents;  ///< one per hierarchy, memory's first
   std::size_t exposed = 0;
   std::vector<setting> settings;
+  std::optional<std::size_t> accounting;  ///< the parent whose child reports the tree's CPU time
 };
 
 bool wants_cpu(const cgroup_limits& limits) { return limits.cpu_seconds_per_second > 0; }
@@ -267,7 +268,7 @@ setup_result<std::optional<plan>> plan_v2(const cgroup_view& view, const cgroup_
   if (!parent) return std::optional<plan>{};
   PSYCH_TRY(const bool enabled, enable_controllers(*parent, controllers_for(limits)));
   if (!enabled) return std::optional<plan>{};
-  plan result{cgroup_version::v2, {*parent}, 1, {}};
+  plan result{cgroup_version::v2, {*parent}, 1, {}, 0};  // cpu.stat's usage needs no controller
   result.settings = {{0, "memory.max", memory_value(limits)},
                      {0, "memory.swap.max", "0", true},
                      {0, "pids.max", fmt::format("{}", limits.pids)}};
@@ -277,7 +278,7 @@ setup_result<std::optional<plan>> plan_v2(const cgroup_view& view, const cgroup_
 }
 
 setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_limits& limits) {
-  plan result{cgroup_version::v1, {}, 0, {}};
+  plan result{cgroup_version::v1, {}, 0, {}, std::nullopt};
   // Controllers may share a hierarchy (mounted together), and then share a directory.
   std::vector<std::size_t> at;
   for (const auto controller : controllers_for(limits)) {
@@ -288,6 +289,13 @@ setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_
     if (found == result.parents.end()) result.parents.push_back(std::move(*parent));
   }
   result.exposed = std::max(at[0], at[1]) + 1;
+  // The tree's CPU time, where a cpuacct hierarchy exists; an accounting the launcher reads, not a
+  // limit, so its absence is no reason to give up on v1.
+  if (auto parent = own_directory(view, "cpuacct")) {
+    const auto found = std::find(result.parents.begin(), result.parents.end(), *parent);
+    result.accounting = static_cast<std::size_t>(found - result.parents.begin());
+    if (found == result.parents.end()) result.parents.push_back(std::move(*parent));
+  }
   const auto memory = memory_value(limits);
   // memsw (memory + swap) must not be below the memory limit, so it is written after it.
   result.settings = {{at[0], "memory.limit_in_bytes", memory},
@@ -457,6 +465,7 @@ execution_cgroup::execution_cgroup(execution_cgroup&& other) noexcept
     : version_(std::exchange(other.version_, cgroup_version::none)),
       directories_(std::exchange(other.directories_, {})),
       exposed_(std::exchange(other.exposed_, 0)),
+      accounting_(std::exchange(other.accounting_, std::nullopt)),
       removed_(std::exchange(other.removed_, false)) {}
 
 execution_cgroup& execution_cgroup::operator=(execution_cgroup&& other) noexcept {
@@ -465,6 +474,7 @@ execution_cgroup& execution_cgroup::operator=(execution_cgroup&& other) noexcept
     version_ = std::exchange(other.version_, cgroup_version::none);
     directories_ = std::exchange(other.directories_, {});
     exposed_ = std::exchange(other.exposed_, 0);
+    accounting_ = std::exchange(other.accounting_, std::nullopt);
     removed_ = std::exchange(other.removed_, false);
   }
   return *this;
@@ -482,6 +492,7 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
     execution_cgroup cgroup;
     cgroup.version_ = planned->version;
     cgroup.exposed_ = planned->exposed;
+    cgroup.accounting_ = planned->accounting;
     for (const auto& parent : planned->parents) {
       PSYCH_TRY(auto directory, make_child(parent, name));
       if (!directory) break;
@@ -528,9 +539,24 @@ bool execution_cgroup::memory_limit_hit() const {
   return std::any_of(std::begin(v1_memory_hits), std::end(v1_memory_hits), hit);
 }
 
+std::optional<double> execution_cgroup::cpu_seconds() const {
+  if (!accounting_ || removed_ || *accounting_ >= directories_.size()) return std::nullopt;
+  const auto& directory = directories_[*accounting_];
+  if (version_ == cgroup_version::v2) {
+    const auto micros = read_counter(directory, {"cpu.stat", "usage_usec"});
+    return static_cast<double>(micros) / 1e6;
+  }
+  const auto text = read_file(directory + "/cpuacct.usage");
+  if (!text) return std::nullopt;
+  const auto nanos = to_int(trimmed(text.value()));
+  if (!nanos) return std::nullopt;
+  return static_cast<double>(*nanos) / 1e9;
+}
+
 setup_result<void> execution_cgroup::remove() {
   if (directories_.empty()) return success();
   removed_ = true;
+  accounting_.reset();
   kill_all();
   const auto deadline = steady_clock::now() + rmdir_patience;
   std::vector<std::string> left;

@@ -11,6 +11,7 @@
 // launcher shares with others.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,11 @@ class execution_cgroup {
   /// memory.events max or oom_kill). A hit that reclaim absorbed counts too. Ask before remove().
   bool memory_limit_hit() const;
 
+  /// CPU time (user + system) the whole tree has used so far, from cpuacct.usage (v1) or
+  /// cpu.stat usage_usec (v2); nullopt without such accounting. RLIMIT_CPU binds each process
+  /// alone, so this is what holds cpu_seconds for a tree of spinners.
+  std::optional<double> cpu_seconds() const;
+
   /// kill_all(), then rmdir in every hierarchy, retrying for about 1 s while the kernel still
   /// calls a directory busy. Idempotent; a directory that failed stays for the next call.
   setup_result<void> remove();
@@ -74,6 +80,7 @@ class execution_cgroup {
   cgroup_version version_ = cgroup_version::none;
   std::vector<std::string> directories_;  ///< memory's first; v1 cpu's, if any, last
   std::size_t exposed_ = 0;               ///< leading directories that directories() reports
+  std::optional<std::size_t> accounting_;  ///< the directory that reports the tree's CPU time
   bool removed_ = false;                  ///< remove() began: directories_ holds only what it could not remove
 };
 

@@ -112,6 +112,12 @@ std::vector<bind_target> cgroup_binds(const execution_cgroup& cgroup) {
   return binds;
 }
 
+/// The tree's CPU time from the cgroup's accounting, where there is one.
+std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution_cgroup>& cgroup) {
+  if (!cgroup || !cgroup->cpu_seconds()) return {};
+  return [&cgroup] { return cgroup->cpu_seconds(); };
+}
+
 /// ISOLATED: the namespaces, the minimal root, the cgroup, Landlock and seccomp (isolated.hpp).
 setup_result<launched> start_isolated(accepted_request& request, std::optional<execution_cgroup>& cgroup,
                                       int& init_report_fd, int& keepalive_fd) {
@@ -168,7 +174,8 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .environment_built = true,
                                      .rlimits = report_rlimits(plan.child.rlimits),
                                      .process_count_base = init_processes,
-                                     .root_entries = root_entries(root)}}};
+                                     .root_entries = root_entries(root),
+                                     .cpu_tree_limit = cgroup->cpu_seconds().has_value()}}};
 }
 
 /// From an accepted request to a running interpreter: everything the launcher itself sets up,
@@ -241,7 +248,8 @@ int run() {
                                                 .wall_seconds = request.value().launch.limits.wall_seconds.value,
                                                 .cpu_seconds = request.value().launch.limits.cpu_seconds.value,
                                                 .signal_fd = signal_fd.value(),
-                                                .init_report_fd = init_report_fd});
+                                                .init_report_fd = init_report_fd,
+                                                .tree_cpu_seconds = tree_cpu_of(cgroup)});
   if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == "SIGKILL" && outcome.exit.limit_hit.empty())
     outcome.exit.limit_hit = "memory_bytes";  // the cgroup's OOM kill, not a signal the program chose
   if (keepalive_fd >= 0) ::close(keepalive_fd);

@@ -18,6 +18,8 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+constexpr long long cpu_check_ms = 100;
+
 double seconds(const timeval& value) {
   return static_cast<double>(value.tv_sec) + static_cast<double>(value.tv_usec) / 1e6;
 }
@@ -72,8 +74,16 @@ supervision supervise(control_channel& control, const watch& what) {
       why = verdict{.ended = true, .limit_hit = "wall_seconds"};
       break;
     }
+    if (what.tree_cpu_seconds) {
+      if (const auto used = what.tree_cpu_seconds(); used && *used >= what.cpu_seconds) {
+        why = verdict{.ended = true, .limit_hit = "cpu_seconds"};
+        break;
+      }
+    }
+    // With a tree-wide CPU budget, wake often enough to end it within a tenth of a second.
+    const long long wait = what.tree_cpu_seconds ? std::min<long long>(left, cpu_check_ms) : std::min<long long>(left, 1 << 30);
     pollfd watched[2] = {{control.fd(), POLLIN, 0}, {what.signal_fd, POLLIN, 0}};
-    const int ready = ::poll(watched, 2, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    const int ready = ::poll(watched, 2, static_cast<int>(wait));
     if (ready < 0) {
       if (errno == EINTR) continue;
       why = verdict{.ended = true, .cancelled = true};  // cannot watch any more: do not leave it running

@@ -4,6 +4,8 @@
 // the signalfd), the host (a `cancel` or EOF on control) and the wall clock,
 // which it enforces itself because it is the one limit that always applies.
 #include <chrono>
+#include <functional>
+#include <optional>
 
 #include <sys/types.h>
 
@@ -21,6 +23,9 @@ struct watch {
   /// ISOLATED: `interpreter` is the sandbox's init, and this pipe carries init's report of the
   /// interpreter's own end (isolated.hpp). -1 at the PROCESS level.
   int init_report_fd = -1;
+  /// ISOLATED with cgroup CPU accounting: the whole tree's CPU time so far. The launcher ends the
+  /// execution when it reaches cpu_seconds (RLIMIT_CPU binds each process alone). Empty: none.
+  std::function<std::optional<double>()> tree_cpu_seconds;
 };
 
 struct supervision {

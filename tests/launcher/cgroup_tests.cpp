@@ -175,9 +175,39 @@ TEST_CASE("a cpu quota is written and read back, and the child joins the cpu hie
   std::istringstream memberships(contents("/proc/" + std::to_string(child.pid()) + "/cgroup"));
   int ours = 0;
   for (std::string line; std::getline(memberships, line);) ours += line.ends_with("/" + name) ? 1 : 0;
-  CHECK(ours == (cgroup->version() == cgroup_version::v2 ? 1 : 3));
+  // v1: memory, pids and cpu, plus cpuacct when that hierarchy exists (the tree's CPU time).
+  const int accounting = cgroup->version() == cgroup_version::v1 && cgroup->cpu_seconds() ? 1 : 0;
+  CHECK(ours == (cgroup->version() == cgroup_version::v2 ? 1 : 3 + accounting));
   child.release();
   CHECK(child.wait() == 0);
+}
+
+TEST_CASE("the tree's CPU time is read from the cgroup, children included") {
+  auto cgroup = make_or_skip(small);
+  if (!cgroup) return;
+  if (!cgroup->cpu_seconds()) {
+    MESSAGE("skipped: no CPU accounting hierarchy here");
+    return;
+  }
+  const double before = *cgroup->cpu_seconds();
+  held_child child([] {
+    // A grandchild spins for 0.3 s of CPU: the cgroup counts it, wherever it is in the tree.
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      timespec spent{};
+      do ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spent);
+      while (spent.tv_sec == 0 && spent.tv_nsec < 300'000'000);
+      ::_exit(0);
+    }
+    ::waitpid(grandchild, nullptr, 0);
+    return 0;
+  });
+  REQUIRE(cgroup->attach(child.pid()));
+  child.release();
+  CHECK(child.wait() == 0);
+  const double after = *cgroup->cpu_seconds();
+  CHECK(after - before >= 0.29);
+  CHECK(after - before < 5.0);
 }
 
 TEST_CASE("limits that cannot be a cgroup's are refused") {

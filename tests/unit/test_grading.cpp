@@ -285,6 +285,15 @@ TEST_CASE("ISOLATED needs every boundary observed") {
   CHECK(lowered([](child_report& c) { c.ppid = 0; }));
   CHECK(lowered([](child_report& c) { c.namespace_ids["ipc"] = "ipc:[5]"; }));
 
+  SUBCASE("cpu: per-process rlimits alone are unverified; the launcher's tree-wide budget enforces it") {
+    CHECK(grade_containment(e, m, good).grades.cpu == enforcement::unverified);
+    auto with_budget = m;
+    with_budget.cpu_tree_limit = true;
+    CHECK(grade_containment(e, with_budget, good).grades.cpu == enforcement::enforced);
+    auto wrong = good;
+    wrong.rlimits.cpu_seconds = {99, 99};
+    CHECK(grade_containment(e, with_budget, wrong).grades.cpu == enforcement::unavailable);
+  }
   SUBCASE("a cgroup limit the child did not read back: memory unverified, still isolated") {
     auto c = good;
     c.cgroup_memory_limit = -1;
