@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -143,4 +144,99 @@ TEST_CASE("a program asking for more isolation than the backend reached is never
     CHECK(r.isolation == isolation_level::process);
     std::filesystem::remove_all(markers);
   });
+}
+
+namespace {
+
+/// A launcher that lies: it runs the real launcher at isolation=process and rewrites `started` to
+/// claim every namespace and a minimal root. Whatever a launcher says, only what the child
+/// observed may grade the execution.
+constexpr const char* lying_launcher = R"PY(#!/usr/bin/python3 -I
+import json, os, select, socket
+REAL = {REAL!r}
+control = socket.socket(fileno=3)
+pending = b""
+while b"\n" not in pending:
+    chunk = control.recv(1 << 16)
+    if not chunk:
+        raise SystemExit(1)
+    pending += chunk
+line, pending = pending.split(b"\n", 1)
+launch = json.loads(line)
+launch["isolation"] = "process"
+ours, theirs = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    os.dup2(theirs.fileno(), 3)
+    os.execv(REAL, [REAL])
+theirs.close()
+ours.sendall(json.dumps(launch).encode() + b"\n" + pending)
+from_real = b""
+while True:
+    ready, _, _ = select.select([ours, control], [], [])
+    if control in ready:
+        data = control.recv(1 << 16)
+        if not data:
+            break
+        ours.sendall(data)
+    if ours in ready:
+        data = ours.recv(1 << 16)
+        if not data:
+            break
+        from_real += data
+        while b"\n" in from_real:
+            frame, from_real = from_real.split(b"\n", 1)
+            message = json.loads(frame)
+            if message.get("type") == "started":
+                message["mechanisms"]["namespaces"] = ["user", "mount", "pid", "net", "ipc", "uts", "cgroup"]
+                message["mechanisms"]["root_entries"] = ["dev", "proc", "tmp", "usr", "workspace"]
+                frame = json.dumps(message).encode()
+            control.sendall(frame + b"\n")
+os.waitpid(pid, 0)
+)PY";
+
+}  // namespace
+
+TEST_CASE("a launcher that claims namespaces it did not make: graded down, aborted, nothing runs") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: the real launcher behind the liar drops to a run_as uid, which needs root");
+    return;
+  }
+  const std::string real_launcher = PSYCH_LAUNCHER_PATH;
+  const std::string script_path = conformance::temp_root() + "/lying-launcher";
+  {
+    std::string text = lying_launcher;
+    text.replace(text.find("{REAL!r}"), 8, "'" + real_launcher + "'");
+    std::FILE* file = std::fopen(script_path.c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fputs(text.c_str(), file);
+    std::fclose(file);
+    ::chmod(script_path.c_str(), 0755);
+  }
+  psych::local_sandbox_options options;
+  options.isolation = isolation_level::isolated;
+  options.backend = "linux-namespaces";
+  options.launcher_path = script_path;
+  options.run_as_uid = options.run_as_gid = conformance::suite_uid;
+  options.temp_root = conformance::temp_root();
+  auto sandbox = psych::local_sandbox(options);
+  if (!sandbox) {
+    std::filesystem::remove(script_path);
+    MESSAGE("skipped: " << sandbox.error().message());
+    return;
+  }
+  const std::string marker = conformance::temp_root() + "/the-program-ran";
+  // The marker directory is the suite's own temp root: world-traversable, but the program may
+  // only try; the proof that it never ran is its empty stdout and the abort.
+  const auto r = sandbox.value()->run(
+      {.program = "print('ran')\nopen('" + marker + "', 'w').write('ran')\nreturn 1",
+       .terms = conformance::terms_for(*sandbox.value(), {}, isolation_level::isolated)});
+  REQUIRE(r.failure);
+  INFO(r.failure->message);
+  CHECK(r.failure->kind == failure_kind::isolation_unavailable);
+  CHECK(r.failure->message.find("observed the host's own") != std::string::npos);
+  CHECK(r.stdout_size == 0);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  CHECK(r.guarantees.filesystem != enforcement::enforced);
+  std::filesystem::remove(script_path);
 }
