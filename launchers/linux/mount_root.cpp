@@ -42,13 +42,13 @@ bool is_directory(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/// Every missing directory of `path`, trying the deepest first: inside the new root most parents
+/// already exist, and every component above the root always does.
 setup_result<void> make_directories(const std::string& path) {
-  for (std::size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/') continue;
-    const auto partial = path.substr(0, at);
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return fail(system_failure(stage, "mkdir", errno, partial));
-  }
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return success();
+  if (errno != ENOENT) return fail(system_failure(stage, "mkdir", errno, path));
+  PSYCH_TRY(make_directories(parent_of(path)));
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return fail(system_failure(stage, "mkdir", errno, path));
   return success();
 }
 
