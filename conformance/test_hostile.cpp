@@ -1210,6 +1210,36 @@ while True:
   });
 }
 
+TEST_CASE("hostile: writing anywhere but the workspace and /tmp") {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
+    const auto r = conformance::run(sb, R"PY(
+import errno
+out = {}
+for path in ["/usr/x", "/usr/lib/x", "/usr/local/x", "/etc/x", "/x", "/proc/x", "/dev/x", "/dev/shm/x", "/sys/x",
+             "/var/tmp/x", "/root/x", "/home/x", "/tmp/x", "x"]:
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        out[path] = "written"
+    except OSError as error:
+        out[path] = errno.errorcode.get(error.errno, str(error.errno))
+return out
+)PY");
+    REQUIRE_RAN(r);
+    // The workspace (the cwd) is the program's; at ISOLATED /tmp is its own tmpfs too.
+    CHECK(field(r, "x") == "written");
+    for (const char* path : {"/usr/x", "/usr/lib/x", "/usr/local/x", "/etc/x", "/x", "/proc/x", "/dev/x", "/sys/x",
+                             "/root/x", "/home/x"})
+      CHECK_MESSAGE(field(r, path) != "written", path);
+    if (isolated(backend)) {
+      CHECK(field(r, "/tmp/x") == "written");
+      // Nothing of the host's shared temp directories exists inside.
+      CHECK(field(r, "/var/tmp/x") != "written");
+      CHECK(field(r, "/dev/shm/x") != "written");
+    }
+  });
+}
+
 TEST_CASE("hostile: CPU spread over children, each under its own RLIMIT_CPU") {
   for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
     // Six children spin, each within its own RLIMIT_CPU of cpu_seconds: six allowances in all,

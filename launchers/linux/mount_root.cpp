@@ -86,7 +86,16 @@ setup_result<void> bind(const std::string& host, const std::string& target, bool
                         unsigned long extra = 0) {
   PSYCH_TRY(mount_call(host.c_str(), target, nullptr, MS_BIND | MS_REC));
   const unsigned long flags = locked_flags_of(host) | extra;
-  return mount_call(nullptr, target, nullptr, MS_BIND | MS_REMOUNT | flags | (read_only ? static_cast<unsigned long>(MS_RDONLY) : 0UL));
+  PSYCH_TRY(mount_call(nullptr, target, nullptr,
+                       MS_BIND | MS_REMOUNT | flags | (read_only ? static_cast<unsigned long>(MS_RDONLY) : 0UL)));
+  if (!read_only) return success();
+  // A remount changes only the top mount; a host mount nested below it (a separate /usr/local,
+  // say) would stay writable. mount_setattr(AT_RECURSIVE) covers the whole subtree (Linux 5.12).
+  mount_attr attributes{.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attributes, sizeof attributes) != 0 &&
+      errno != ENOSYS)
+    return fail(system_failure(stage, "mount_setattr", errno, target + ", AT_RECURSIVE, RDONLY|NOSUID|NODEV"));
+  return success();
 }
 
 setup_result<void> bind_directory(const std::string& root, const std::string& host, const std::string& inside,
