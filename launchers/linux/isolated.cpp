@@ -17,6 +17,7 @@
 #include "capabilities.hpp"
 #include "exec_status.hpp"
 #include "fds.hpp"
+#include "proc.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
 #include "signals.hpp"
@@ -151,18 +152,19 @@ setup_result<void> check_launcher_alive(int go_fd) {
   reap_until_interpreter_ends(interpreter.value(), pipes.report[1]);
 }
 
-/// The interpreter's pid on the host: init's only child while init waits for it.
+/// The interpreter's pid on the host: init's only child while init waits for it. From the
+/// kernel's list of init's children, or, on a kernel built without it, from every process's parent.
 setup_result<pid_t> only_child_of(pid_t init) {
-  const auto path = fmt::format("/proc/{0}/task/{0}/children", init);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(system_failure("cgroup", "open", errno, path));
-  char text[64] = {};
-  const ssize_t n = ::read(fd, text, sizeof text - 1);
-  ::close(fd);
-  pid_t child = 0;
-  if (n <= 0 || std::sscanf(text, "%d", &child) != 1 || child <= 0)
+  char buffer[64];
+  if (const auto children = read_proc_file(init, fmt::format("task/{}/children", init).c_str(), buffer, sizeof buffer)) {
+    pid_t child = 0;
+    if (std::sscanf(std::string(*children).c_str(), "%d", &child) == 1 && child > 0) return child;
     return fail(refusal("cgroup", "init has no interpreter child to put in the cgroup"));
-  return child;
+  }
+  PSYCH_TRY(const auto processes, list_processes());
+  for (const pid_t pid : processes)
+    if (const auto stat = read_stat(pid); stat && stat->ppid == init) return pid;
+  return fail(refusal("cgroup", "init has no interpreter child to put in the cgroup"));
 }
 
 void end_init(pid_t pid) {
