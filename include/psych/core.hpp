@@ -1,6 +1,8 @@
 #pragma once
 // The whole pure policy core in one include. Free of I/O, OS headers,
 // RapidJSON and Asio; the contract lives in psych/protocol/, I/O in psych/host/.
+#include "psych/budget.hpp"
+#include "psych/builtins.hpp"
 #include "psych/capture.hpp"
 #include "psych/failure.hpp"
 #include "psych/grading.hpp"
@@ -13,3 +15,4 @@
 #include "psych/result.hpp"
 #include "psych/sandbox_result.hpp"
 #include "psych/terms.hpp"
+#include "psych/tool_errors.hpp"

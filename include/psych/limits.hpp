@@ -33,9 +33,10 @@ PSYCH_ENUM_NAMES(limit_name, "cpu_seconds", "wall_seconds", "memory_bytes", "fil
                  "process_count");
 
 /// A hard value set by a backend, a tenant policy or a profile. Narrows to the smaller.
-template <limit_name Dimension, class T>
+/// Dimension is any closed enum's value: limit_name here, meter_name for binding budgets.
+template <auto Dimension, class T>
 struct cap {
-  static constexpr limit_name dimension = Dimension;
+  static constexpr auto dimension = Dimension;
   using value_type = T;
   constexpr cap(T v) noexcept : value(v) {}  // NOLINT: implicit, so `.wall_seconds = 10` reads naturally
   T value;
@@ -43,9 +44,9 @@ struct cap {
 };
 
 /// What an agent asks for in one dimension; nullopt means "whatever the profile allows".
-template <limit_name Dimension, class T>
+template <auto Dimension, class T>
 struct request {
-  static constexpr limit_name dimension = Dimension;
+  static constexpr auto dimension = Dimension;
   using value_type = T;
   constexpr request() noexcept = default;
   constexpr request(T v) noexcept : value(v) {}  // NOLINT: implicit, as for cap
@@ -86,12 +87,12 @@ namespace psych {
 
 // --- the narrowing rules, one per field kind --------------------------------
 
-template <limit_name D, class T>
+template <auto D, class T>
 constexpr void narrow_field(cap<D, T>& current, const cap<D, T>& ceiling) noexcept {
   current.value = std::min(current.value, ceiling.value);
 }
 
-template <limit_name D, class T>
+template <auto D, class T>
 constexpr void narrow_field(cap<D, T>& current, const request<D, T>& asked) noexcept {
   if (asked.value) current.value = std::min(current.value, *asked.value);
 }

@@ -121,9 +121,9 @@ template <class T> struct is_string_map : std::false_type {};
 template <class T, class C, class A>
 struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
 template <class T> struct is_cap : std::false_type {};
-template <limit_name D, class T> struct is_cap<cap<D, T>> : std::true_type {};
+template <auto D, class T> struct is_cap<cap<D, T>> : std::true_type {};
 template <class T> struct is_request : std::false_type {};
-template <limit_name D, class T> struct is_request<request<D, T>> : std::true_type {};
+template <auto D, class T> struct is_request<request<D, T>> : std::true_type {};
 
 template <class T>
 inline constexpr bool is_struct = hana::Struct<T>::value;
