@@ -1295,7 +1295,8 @@ if os.fork() == 0:
         os._exit(0)
     os._exit(0)
 os.wait()
-subprocess.Popen(["/bin/sh", "-c", "sleep 5; echo escaped > {DIR}/later-shell"], start_new_session=True,
+# `&&`: only a shell that really waited 5 s writes (if it cannot fork `sleep`, it writes nothing).
+subprocess.Popen(["/bin/sh", "-c", "sleep 5 && echo escaped > {DIR}/later-shell"], start_new_session=True,
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 return "spawned"
 )PY",
