@@ -66,14 +66,14 @@ std::vector<process_stat> descendants_of(pid_t ancestor) {
   return found;
 }
 
-/// SIGKILL exactly the process `target` names: a pidfd pins the process, and the start time read
-/// after opening it proves the pid was not recycled between the scan and the signal.
-bool kill_exactly(const process_stat& target) {
+/// Sends `signal` to exactly the process `target` names: a pidfd pins the process, and the start
+/// time read after opening it proves the pid was not recycled between the scan and the signal.
+bool signal_exactly(const process_stat& target, int signal) {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
   if (pidfd < 0) return false;  // already gone
   bool sent = false;
   if (const auto now = read_stat(target.pid); now && now->start_time == target.start_time)
-    sent = ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
+    sent = ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0) == 0;
   ::close(pidfd);
   return sent;
 }
@@ -90,9 +90,14 @@ sweep_result kill_tree(pid_t interpreter, child_exit& exit, int wake_fd,
     // children at all means no descendants: the common case ends here without a /proc scan.
     if (!reap_ended(interpreter, exit)) return sweep;
     const auto descendants = descendants_of(::getpid());
+    // Stop them all before killing any: a process killed first would otherwise wake its parent,
+    // which could act on that death (write a file, fork) in the moment before its own SIGKILL.
+    // SIGSTOP cannot be caught, blocked or ignored.
+    for (const auto& process : descendants)
+      if (process.state != 'Z' && process.state != 'X') signal_exactly(process, SIGSTOP);
     for (const auto& process : descendants) {
       if (process.state == 'Z' || process.state == 'X') continue;  // dead: only reaping is left
-      if (kill_exactly(process) && signalled.emplace(process.pid, process.start_time).second &&
+      if (signal_exactly(process, SIGKILL) && signalled.emplace(process.pid, process.start_time).second &&
           process.pid != interpreter)
         ++sweep.killed;
     }
