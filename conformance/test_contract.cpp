@@ -240,3 +240,108 @@ TEST_CASE("a launcher that claims namespaces it did not make: graded down, abort
   CHECK(r.guarantees.filesystem != enforcement::enforced);
   std::filesystem::remove(script_path);
 }
+
+namespace {
+
+/// A runtime's tools, as the host's invoker reaches them: each answers with its name and arguments,
+/// and `fails` fails the way a tool does.
+class recording_invoker final : public psych::tool_invoker {
+ public:
+  psych::tool_outcome invoke(std::string_view tool, std::string_view arguments_json) override {
+    ++calls;
+    if (tool == "fails") return psych::tool_outcome::error(psych::tool_error_kind::tool_failed, "boom");
+    return psych::tool_outcome::value("{\"tool\":\"" + std::string(tool) + "\",\"arguments\":" +
+                                      std::string(arguments_json) + "}");
+  }
+  int calls = 0;
+};
+
+}  // namespace
+
+TEST_CASE("bindings: any name by call_tool, real aliases only, TOOLS sorted, ToolError kinds") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    recording_invoker invoker;
+    const std::vector<psych::binding> offered{{"list_repos", "the real one"}, {"list-repos", "a dashed one"},
+                                              {"2fa", ""},  {"class", ""}, {"echo", ""}, {"fails", ""}};
+    const auto r = sb.run({.program = R"PY(
+out = {"tools": list(TOOLS)}
+out["by_name"] = await call_tool("list-repos", {"owner": "psych"})
+out["alias"] = await list_repos(owner="psych")
+out["aliases"] = sorted(n for n in ("list_repos", "list-repos", "2fa", "class", "echo", "fails") if n in globals())
+out["2fa"] = (await call_tool("2fa"))["tool"]
+for name in ("nope", "ask_question", "fails"):
+    try:
+        await call_tool(name, {})
+        out[name] = "returned"
+    except ToolError as error:
+        out[name] = [error.kind, error.tool]
+try:
+    await call_tool("echo", {"not json": {1, 2}})
+except ToolError as error:
+    out["unencodable"] = error.kind
+return out
+)PY",
+                           .terms = conformance::terms_for(sb),
+                           .bindings = offered,
+                           .invoker = &invoker});
+    REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+    const auto& v = r.value->text;
+    CHECK(v.find(R"("tools":["2fa","class","echo","fails","list-repos","list_repos"])") != std::string::npos);
+    CHECK(v.find(R"("by_name":{"tool":"list-repos","arguments":{"owner":"psych"}})") != std::string::npos);
+    CHECK(v.find(R"("alias":{"tool":"list_repos","arguments":{"owner":"psych"}})") != std::string::npos);
+    // Only usable identifiers that are not keywords get an alias; none is mangled.
+    CHECK(v.find(R"("aliases":["echo","fails","list_repos"])") != std::string::npos);
+    CHECK(v.find(R"("2fa":"2fa")") != std::string::npos);
+    CHECK(v.find(R"("nope":["unknown_tool","nope"])") != std::string::npos);
+    CHECK(v.find(R"("ask_question":["excluded_builtin","ask_question"])") != std::string::npos);
+    CHECK(v.find(R"("fails":["tool_failed","fails"])") != std::string::npos);
+    CHECK(v.find(R"("unencodable":"malformed_call")") != std::string::npos);
+    // Refusals never reached the runtime: 4 calls by name or alias, plus the failing tool.
+    CHECK(invoker.calls == 4);
+  });
+}
+
+TEST_CASE("bindings: the excluded built-in's own reason reaches the program") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    recording_invoker invoker;
+    const auto r = sb.run({.program = R"PY(
+try:
+    await call_tool("delegate", {})
+except ToolError as error:
+    return str(error)
+)PY",
+                           .terms = conformance::terms_for(sb),
+                           .bindings = {},
+                           .invoker = &invoker});
+    REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+    CHECK(r.value->text.find("outlive the execution") != std::string::npos);
+    CHECK(invoker.calls == 0);
+  });
+}
+
+TEST_CASE("bindings: a hostile program's malformed call frame is a named violation, and the host goes on") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    recording_invoker invoker;
+    const auto r = sb.run({.program = R"PY(
+import os
+os.write(3, b'{"type":"call","id":"seven","tool":5,"arguments":[]}\n')
+import time
+time.sleep(5)
+)PY",
+                           .terms = conformance::terms_for(sb),
+                           .bindings = {{"echo", ""}},
+                           .invoker = &invoker});
+    REQUIRE(r.failure);
+    CHECK(r.failure->kind == failure_kind::protocol_violation);
+    CHECK(r.failure->message.find("id") != std::string::npos);
+    CHECK(r.duration_seconds < 4.0);  // ended by the violation, not by its sleep
+    CHECK(invoker.calls == 0);
+    // The same sandbox runs the next program normally.
+    const auto next = sb.run({.program = "return (await call_tool('echo', {'n': 1}))['arguments']",
+                              .terms = conformance::terms_for(sb),
+                              .bindings = {{"echo", ""}},
+                              .invoker = &invoker});
+    REQUIRE_MESSAGE(next.ok(), (next.failure ? next.failure->message : ""));
+    CHECK(next.value->text == R"({"n":1})");
+  });
+}

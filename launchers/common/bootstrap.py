@@ -277,6 +277,78 @@ class Channel:
         return line
 
 
+# ---- bindings: the program's calls of the agent's tools (docs/bindings-plan.md) --------------
+
+CHANNEL = None  # the channel, once main() opened it: calls travel on it between run and done
+
+
+class ToolError(Exception):
+    """A call of a tool that produced no result. Branch on .kind (a closed set: unknown_tool,
+    excluded_builtin, denied, budget_exhausted, tool_failed, ... see TOOL_ERROR_KINDS), never on
+    the message. .tool is the name that was called."""
+
+    def __init__(self, kind, tool, message=""):
+        super().__init__(message)
+        self.kind, self.tool = kind, tool
+
+    def __str__(self):
+        return f"{self.kind}: {self.tool}: {self.args[0] if self.args else ''}"
+
+
+def make_call_tool(excluded):
+    next_id = [0]
+
+    async def call_tool(name, arguments=None):
+        """Calls the tool of that model-facing name, whatever characters it has, with a dict of
+        arguments; returns its JSON value or raises ToolError."""
+        if type(name) is not str:
+            raise ToolError("malformed_call", repr(name), "a tool's name is a string")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError("malformed_call", name, "arguments must be a dict")
+        if name in excluded:
+            raise ToolError("excluded_builtin", name, excluded[name])
+        next_id[0] += 1
+        call_id = next_id[0]
+        try:
+            frame = frame_bytes({"type": "call", "id": call_id, "tool": name, "arguments": arguments})
+        except (TypeError, ValueError) as error:
+            raise ToolError("malformed_call", name, f"arguments cannot travel as JSON: {error}") from None
+        CHANNEL.send(frame)
+        reply = CHANNEL.receive()
+        if reply.get("type") != "result" or reply.get("id") != call_id:
+            raise ProtocolError(f"expected the result of call {call_id}, got {reply.get('type')!r}")
+        if reply.get("ok") is True:
+            return reply.get("value")
+        error = reply.get("error") if type(reply.get("error")) is dict else {}
+        raise ToolError(error.get("kind", "tool_failed"), error.get("tool", name), error.get("message", ""))
+
+    return call_tool
+
+
+def make_alias(call_tool, name):
+    async def alias(arguments=None, /, **keywords):
+        return await call_tool(name, {**(arguments or {}), **keywords})
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = f"await {name}(key=value, ...): call_tool({name!r}, {{...}})"
+    return alias
+
+
+def bind_tools(namespace, bindings, excluded):
+    """TOOLS, call_tool, ToolError, and one alias per name that is a usable identifier and not a
+    keyword: never a mangled one, so `list-repos` gets none and `list_repos` is the real one."""
+    names = sorted({b["name"] for b in bindings if type(b) is dict and type(b.get("name")) is str})
+    excluded = {e["name"]: e.get("reason", "") for e in excluded if type(e) is dict and type(e.get("name")) is str}
+    call_tool = make_call_tool(excluded)
+    namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError)
+    if names:
+        import keyword
+        for name in names:
+            if name.isidentifier() and not keyword.iskeyword(name):
+                namespace[name] = make_alias(call_tool, name)
+
+
 # ---- the program: parse, rewrite, compile, run ------------------------------------------
 
 
@@ -574,9 +646,10 @@ def value_frame(value):
     return data
 
 
-def execute(source, filename):
+def execute(source, filename, bindings=(), excluded=()):
     """Runs one program and returns its encoded `done` frame: every failure becomes data."""
     namespace = prepare_interpreter(filename)
+    bind_tools(namespace, bindings, excluded)
     try:
         code = compile_program(source, filename)
     except (SyntaxError, ValueError) as error:  # ValueError: NUL bytes or surrogates in the source
@@ -634,7 +707,8 @@ def main():
         posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE\n")
         raise SystemExit(PROTOCOL_EXIT_CODE)
     token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:]
-    channel = Channel(CHANNEL_FD)
+    global CHANNEL
+    channel = CHANNEL = Channel(CHANNEL_FD)
     try:
         if not (ipv4_port.isdigit() and ipv6_port.isdigit()):
             raise ProtocolError(f"bad probe ports {ipv4_port!r} {ipv6_port!r}")
@@ -649,7 +723,9 @@ def main():
         program, filename = frame.get("program"), frame.get("filename")
         if frame["type"] != "run" or type(program) is not str:
             raise ProtocolError(f"expected run or abort, got {frame['type']!r}")
-        done = execute(program, filename if type(filename) is str and filename else DEFAULT_FILENAME)
+        bindings, excluded = frame.get("bindings"), frame.get("excluded")
+        done = execute(program, filename if type(filename) is str and filename else DEFAULT_FILENAME,
+                       bindings if type(bindings) is list else (), excluded if type(excluded) is list else ())
         quick_exit = nothing_left_to_finalize()
         if quick_exit:
             release_program()

@@ -131,6 +131,8 @@ class linux_launcher_sandbox final : public sandbox {
     host::session_plan plan = plan_for(terms);
     plan.program = request.program;
     plan.filename = request.filename;
+    plan.bindings = request.bindings;
+    plan.invoker = request.invoker;
     return host::run_session(plan, std::move(stop)).result;
   }
 

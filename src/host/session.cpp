@@ -26,6 +26,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "binding_gateway.hpp"
 #include "execution_dirs.hpp"
 #include "launcher_process.hpp"
 #include "psych/protocol/json.hpp"
@@ -96,7 +97,8 @@ class session {
   session(const session_plan& plan, const execution_dirs& dirs)
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_),
-        out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment) {
+        out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
+        gateway_(plan.bindings, plan.invoker) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
@@ -272,15 +274,31 @@ class session {
       co_return false;
     }
     outcome_.program_started = true;
-    const protocol::run_frame run{.program = plan_.program, .filename = plan_.filename};
+    const protocol::run_frame run{.program = plan_.program,
+                                  .filename = plan_.filename,
+                                  .bindings = gateway_.bindings_for_run(),
+                                  .excluded = binding_gateway::excluded_for_run()};
     co_await send(channel_, run);
     co_return true;
   }
 
+  /// The program's calls, each answered in turn, until its `done`.
   awaitable<void> program(frame_stream& channel) {
-    auto frame = co_await channel.next<protocol::done_frame>();
-    if (!frame) violation(frame.error().message());
-    else if (frame.value()) done_ = std::get<protocol::done_frame>(*frame.value());
+    for (;;) {
+      auto frame = co_await channel.next<protocol::done_frame, protocol::call_frame>();
+      if (!frame) {
+        violation(frame.error().message());
+        co_return;
+      }
+      if (!frame.value()) co_return;  // the child went away; the exit report says how
+      if (const auto* call = std::get_if<protocol::call_frame>(&*frame.value())) {
+        const auto answer = gateway_.answer(*call);
+        co_await send(channel_, answer);
+        continue;
+      }
+      done_ = std::get<protocol::done_frame>(*frame.value());
+      co_return;
+    }
   }
 
   awaitable<void> read_exit(frame_stream& control) {
@@ -486,6 +504,7 @@ class session {
   asio::steady_timer backstop_, drain_deadline_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
+  binding_gateway gateway_;
 
   launcher_process launcher_;
   std::string token_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "psych/core.hpp"
+#include "psych/host/bindings.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::host {
@@ -31,6 +32,8 @@ struct session_plan {
   std::string temp_root = "/tmp";
   /// describe(): report containment, then abort; never runs a program.
   bool probe_only = false;
+  std::vector<binding> bindings;     ///< what the program may call
+  tool_invoker* invoker = nullptr;   ///< the runtime's path to them; none: no bindings
 };
 
 struct session_outcome {

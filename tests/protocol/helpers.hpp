@@ -34,7 +34,8 @@ struct frame_set {
   }
 };
 using all_frames = frame_set<launch_frame, cancel_frame, started_frame, launch_error_frame,
-                             exit_frame, hello_frame, done_frame, run_frame, abort_frame>;
+                             exit_frame, hello_frame, done_frame, run_frame, abort_frame, call_frame,
+                             result_frame>;
 
 inline result<all_frames::variant> decode_any(std::string_view line, json_bounds bounds = {}) {
   return all_frames::decode(line, bounds);
@@ -221,7 +222,15 @@ inline done_frame sample_done_failed() {
   return f;
 }
 
-inline run_frame sample_run() { return {"print('hi')\nx = 1 / 0\n", "prog.py"}; }
+inline run_frame sample_run() {
+  return {"print('hi')\nx = 1 / 0\n", "prog.py", {{"docs__list-repos", "Lists repositories"}, {"2fa", ""}},
+          {{"ask_question", "ask_question suspends the Run."}}};
+}
+inline call_frame sample_call() { return {7, "docs__list-repos", json_text{R"({"owner":"psych","n":12345678901234567890})"}}; }
+inline result_frame sample_result_ok() { return {7, true, json_text{R"([{"name":"psych"}])"}, std::nullopt}; }
+inline result_frame sample_result_failed() {
+  return {8, false, std::nullopt, call_error{tool_error_kind::budget_exhausted, "docs__list-repos", "calls: 200 of 200"}};
+}
 inline abort_frame sample_abort() { return {"isolation_unavailable: no user namespaces"}; }
 
 /// The encoded lines of every sample frame (with their '\n').
@@ -230,7 +239,9 @@ inline std::vector<std::string> sample_lines() {
           encode_frame(sample_started()),      encode_frame(sample_launch_error()),
           encode_frame(sample_exit()),         encode_frame(sample_hello()),
           encode_frame(sample_done_ok()),      encode_frame(sample_done_failed()),
-          encode_frame(sample_run()),          encode_frame(sample_abort())};
+          encode_frame(sample_run()),          encode_frame(sample_abort()),
+          encode_frame(sample_call()),         encode_frame(sample_result_ok()),
+          encode_frame(sample_result_failed())};
 }
 
 /// The examples of docs/contract.md, verbatim (joined onto one line each).

@@ -88,7 +88,7 @@ TEST_CASE("frames: decode_frame names what is wrong with a frame") {
     expect_error(decode_any(R"({"type":["run"]})"), error_kind::frame_missing_type);
   }
   SUBCASE("a type this channel does not carry") {
-    expect_error(decode_any(R"({"type":"call"})"), error_kind::frame_unknown_type);
+    expect_error(decode_any(R"({"type":"invoke"})"), error_kind::frame_unknown_type);
     expect_error(decode_any(R"({"type":"Run"})"), error_kind::frame_unknown_type);
     const error e = expect_error(decode_frame<hello_frame, done_frame>(R"({"type":"launch"})"),
                                  error_kind::frame_unknown_type);
@@ -128,7 +128,7 @@ TEST_CASE("frames: decode_frame names what is wrong with a frame") {
 }
 
 TEST_CASE("frames: unknown members are ignored and absent ones keep their defaults") {
-  const auto v = expect_value(decode_any(R"({"bindings":["x"],"type":"run","program":"p","later":{"a":1}})"));
+  const auto v = expect_value(decode_any(R"({"added_later":["x"],"type":"run","program":"p","later":{"a":1}})"));
   const run_frame& run = std::get<run_frame>(v);
   CHECK(run.program == "p");
   CHECK(run.filename == "<program>");

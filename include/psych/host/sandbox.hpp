@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "psych/core.hpp"
+#include "psych/host/bindings.hpp"
 
 namespace psych {
 
@@ -39,6 +40,10 @@ struct run_request {
   std::string program;
   execution_terms terms;
   std::string filename = "<program>";
+  /// The tools the program may call (TOOLS, the aliases, call_tool), and the runtime's path to
+  /// them. No invoker: the program has no bindings, whatever this lists.
+  std::vector<binding> bindings;
+  tool_invoker* invoker = nullptr;
 };
 
 /// The port. A run() never throws for anything the program did: failures,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/hana/adapt_struct.hpp>
 
@@ -17,6 +18,7 @@
 #include "psych/json_text.hpp"
 #include "psych/limits.hpp"
 #include "psych/reports.hpp"
+#include "psych/tool_errors.hpp"
 
 namespace psych::protocol {
 
@@ -111,6 +113,15 @@ struct program_error {
   std::string limit_hint;  ///< a limit_name spelling the child recognised, or empty
 };
 
+/// A program's call of one of its bindings (call_tool or an alias). `arguments` is a JSON object.
+struct call_frame {
+  static constexpr std::string_view type = "call";
+  static constexpr std::array<std::string_view, 3> required_members{"id", "tool", "arguments"};
+  std::int64_t id = 0;  ///< the program's, unique within the execution
+  std::string tool;
+  json_text arguments;
+};
+
 struct done_frame {
   static constexpr std::string_view type = "done";
   static constexpr std::array<std::string_view, 1> required_members{"ok"};
@@ -121,10 +132,41 @@ struct done_frame {
 
 // ---- channel: host -> child -------------------------------------------------
 
+/// One tool the program may call, as `run` offers it: TOOLS, the aliases and call_tool's names.
+struct binding_info {
+  std::string name;
+  std::string description;
+};
+
+/// A built-in the program may not call, with its own reason (builtins.hpp).
+struct excluded_builtin {
+  std::string name;
+  std::string reason;
+};
+
 struct run_frame {
   static constexpr std::string_view type = "run";
   std::string program;
   std::string filename = "<program>";
+  std::vector<binding_info> bindings;
+  std::vector<excluded_builtin> excluded;
+};
+
+/// Why a call produced no result, as the program's ToolError carries it.
+struct call_error {
+  tool_error_kind kind = tool_error_kind::tool_failed;
+  std::string tool;
+  std::string message;
+};
+
+/// The host's answer to one call, exactly once per id.
+struct result_frame {
+  static constexpr std::string_view type = "result";
+  static constexpr std::array<std::string_view, 2> required_members{"id", "ok"};
+  std::int64_t id = 0;
+  bool ok = false;
+  std::optional<json_text> value;
+  std::optional<call_error> error;
 };
 
 struct abort_frame {
@@ -152,5 +194,10 @@ BOOST_HANA_ADAPT_STRUCT(psych::protocol::hello_frame, token, report);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::program_error, kind, type, message, traceback, line,
                         limit_hint);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::done_frame, ok, value, error);
-BOOST_HANA_ADAPT_STRUCT(psych::protocol::run_frame, program, filename);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::call_frame, id, tool, arguments);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::binding_info, name, description);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::excluded_builtin, name, reason);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::run_frame, program, filename, bindings, excluded);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::call_error, kind, tool, message);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::result_frame, id, ok, value, error);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::abort_frame, reason);
