@@ -1,0 +1,85 @@
+// Binding calls: a program makes N sequential calls to a no-op host tool; calls per second and the
+// per-call round trip, beside a bare round trip of the same bytes over a Unix socketpair, in one
+// run ("BENCH name value unit"). Issue 4's target: at least 20,000 calls/s (50 us per call).
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "psych/host/sandbox.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+class no_op_invoker final : public psych::tool_invoker {
+ public:
+  psych::tool_outcome invoke(std::string_view, std::string_view) override { return psych::tool_outcome::value("0"); }
+};
+
+/// N round trips of a call-sized line and a result-sized line over a socketpair, echoed by a thread.
+double bare_round_trip_us(int n) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) std::abort();
+  const std::string call = R"({"type":"call","id":1234,"tool":"noop","arguments":{}})" "\n";
+  const std::string answer = R"({"type":"result","id":1234,"ok":true,"value":0})" "\n";
+  std::thread echo([&] {
+    char buffer[256];
+    for (int i = 0; i < n; ++i) {
+      std::size_t got = 0;
+      while (got < call.size()) got += static_cast<std::size_t>(::read(pair[1], buffer, sizeof buffer));
+      if (::write(pair[1], answer.data(), answer.size()) < 0) std::abort();
+    }
+  });
+  char buffer[256];
+  const auto start = clock_type::now();
+  for (int i = 0; i < n; ++i) {
+    if (::write(pair[0], call.data(), call.size()) < 0) std::abort();
+    std::size_t got = 0;
+    while (got < answer.size()) got += static_cast<std::size_t>(::read(pair[0], buffer, sizeof buffer));
+  }
+  const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / n;
+  echo.join();
+  ::close(pair[0]);
+  ::close(pair[1]);
+  return us;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 10000;
+  auto made = psych::local_sandbox({});
+  if (!made) {
+    fmt::print(stderr, "bench_bindings: {}\n", made.error().message());
+    return 2;
+  }
+  auto& sandbox = *made.value();
+  const auto offer = sandbox.offer();
+  auto terms = std::get<psych::execution_terms>(psych::intersect_terms(offer, {.limits = offer.limit_ceiling}, {}, {}));
+  no_op_invoker invoker;
+  const auto program = fmt::format(
+      "import time\nstart = time.perf_counter()\nfor _ in range({}):\n    await call_tool('noop', {{}})\n"
+      "return time.perf_counter() - start",
+      n);
+  const auto result = sandbox.run({.program = program, .terms = terms, .bindings = {{"noop", ""}}, .invoker = &invoker});
+  if (!result.ok() || !result.value) {
+    fmt::print(stderr, "bench_bindings: {}\n", result.failure ? result.failure->message : "no value");
+    return 1;
+  }
+  const double seconds = std::stod(result.value->text);
+  const double per_call_us = seconds * 1e6 / n;
+  const double bare_us = bare_round_trip_us(n);
+  fmt::print("{} sequential calls of a no-op tool from one program ({}):\n", n, psych::name_of(*result.isolation));
+  fmt::print("  {:.0f} calls/s, {:.1f} us per call (target >= 20000 calls/s, <= 50 us)\n", n / seconds, per_call_us);
+  fmt::print("  bare round trip of the same bytes over a socketpair: {:.1f} us ({:.1f}x)\n", bare_us, per_call_us / bare_us);
+  fmt::print("BENCH binding_calls_per_second {:.0f} 1/s\n", n / seconds);
+  fmt::print("BENCH binding_call_us {:.2f} us\n", per_call_us);
+  fmt::print("BENCH bare_socket_round_trip_us {:.2f} us\n", bare_us);
+  return 0;
+}
