@@ -345,3 +345,55 @@ time.sleep(5)
     CHECK(next.value->text == R"({"n":1})");
   });
 }
+
+TEST_CASE("bindings: each per-execution meter runs out with budget_exhausted naming it, and the program goes on") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    recording_invoker invoker;
+    const auto run_with = [&](psych::binding_budget budget, const char* program) {
+      return sb.run({.program = program,
+                     .terms = conformance::terms_for(sb),
+                     .bindings = {{"echo", ""}},
+                     .invoker = &invoker,
+                     .budget = budget});
+    };
+    constexpr const char* attempts = R"PY(
+out = []
+for i in range(5):
+    try:
+        await call_tool("echo", {"pad": "x" * PAD})
+        out.append("ok")
+    except ToolError as error:
+        out.append(f"{error.kind}: {str(error).split(': ', 2)[2].split(':')[0]}")
+return out
+)PY";
+    const auto with_pad = [&](int pad) {
+      std::string text = attempts;
+      text.replace(text.find("PAD"), 3, std::to_string(pad));
+      return text;
+    };
+    SUBCASE("calls") {
+      const auto r = run_with({.max_calls = 3}, with_pad(1).c_str());
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      CHECK(r.value->text == R"(["ok","ok","ok","budget_exhausted: calls","budget_exhausted: calls"])");
+      CHECK(invoker.calls == 3);
+    }
+    SUBCASE("transfer") {
+      // Each echoed result is 78 bytes ({"tool":"echo","arguments":{"pad":"x" * 40}}): two fit in 200.
+      const auto r = run_with({.max_transfer_bytes = 200}, with_pad(40).c_str());
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      INFO(r.value->text);
+      CHECK(r.value->text.starts_with(R"(["ok","ok","budget_exhausted: transfer")"));
+    }
+    SUBCASE("arguments over the per-call ceiling never reach the tool") {
+      const auto r = run_with({.max_argument_bytes = 64}, with_pad(100).c_str());
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      CHECK(r.value->text.find("argument_too_large: argument_bytes") != std::string::npos);
+      CHECK(invoker.calls == 0);
+    }
+    SUBCASE("a result over the per-call ceiling is refused whole, never truncated") {
+      const auto r = run_with({.max_result_bytes = 50}, with_pad(100).c_str());
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      CHECK(r.value->text.find("binding_result_not_paged: result_bytes") != std::string::npos);
+    }
+  });
+}

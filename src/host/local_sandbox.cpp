@@ -133,6 +133,7 @@ class linux_launcher_sandbox final : public sandbox {
     plan.filename = request.filename;
     plan.bindings = request.bindings;
     plan.invoker = request.invoker;
+    plan.budget = request.budget;
     return host::run_session(plan, std::move(stop)).result;
   }
 

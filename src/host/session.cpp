@@ -98,7 +98,7 @@ class session {
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
-        gateway_(plan.bindings, plan.invoker) {
+        gateway_(plan.bindings, plan.invoker, plan.budget) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;

@@ -34,6 +34,7 @@ struct session_plan {
   bool probe_only = false;
   std::vector<binding> bindings;     ///< what the program may call
   tool_invoker* invoker = nullptr;   ///< the runtime's path to them; none: no bindings
+  binding_budget budget;             ///< this execution's ceilings on its calls
 };
 
 struct session_outcome {

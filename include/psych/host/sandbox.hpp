@@ -44,6 +44,9 @@ struct run_request {
   /// them. No invoker: the program has no bindings, whatever this lists.
   std::vector<binding> bindings;
   tool_invoker* invoker = nullptr;
+  /// The ceilings on this execution's calls: the profile's BindingBudget, narrowed by the tenant's
+  /// policy (narrow()); a spec can neither raise nor carry it.
+  binding_budget budget;
 };
 
 /// The port. A run() never throws for anything the program did: failures,
