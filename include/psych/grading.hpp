@@ -237,10 +237,13 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   const auto& set = m.rlimits;
   const auto& seen = c.rlimits;
   // RLIMIT_CPU is per process: a tree of spinners gets one allowance each. Only the launcher's
-  // reading of the cgroup's CPU time, held outside the sandbox like the wall clock, covers the tree.
+  // reading of the cgroup's CPU time, held outside the sandbox like the wall clock, covers the
+  // tree, and it counts only where the child itself read that same accounting from inside.
+  const bool cpu_tree = m.cpu_tree_limit && c.cgroup_cpu_usage_us >= 0;
+  if (m.cpu_tree_limit && !cpu_tree)
+    problems.emplace_back("cpu: the child could not read the CPU accounting the launcher budgets the tree by");
   g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds,
-                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), m.cpu_tree_limit,
-                               problems);
+                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), cpu_tree, problems);
   // The cgroup's memory limit covers the whole tree (and /tmp's pages), but only counts where the
   // child read the very limit back from inside.
   const auto memory_bytes = static_cast<std::int64_t>(want.address_space_bytes.value);

@@ -101,6 +101,8 @@ struct child_report {
   std::int64_t network_routes = -1;    ///< IPv4 + IPv6 routes the child's namespace holds
   std::int64_t cgroup_memory_limit = -1;  ///< its cgroup's memory limit read from inside; -1 none
   std::int64_t cgroup_pids_limit = -1;
+  /// Its cgroup's CPU time so far (µs) read from inside; -1: no accounting it can see.
+  std::int64_t cgroup_cpu_usage_us = -1;
   std::string python;
 };
 
@@ -120,4 +122,4 @@ BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, eui
                         no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
                         cwd_is_workspace, workspace_entries, namespace_ids, root_entries, uid_map,
                         gid_map, capabilities_effective, capabilities_bounding, network_routes,
-                        cgroup_memory_limit, cgroup_pids_limit, python);
+                        cgroup_memory_limit, cgroup_pids_limit, cgroup_cpu_usage_us, python);

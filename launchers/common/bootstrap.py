@@ -167,6 +167,19 @@ def read_cgroup_limit(names):
     return -1
 
 
+def read_cgroup_cpu_usage():
+    """The execution cgroup's CPU time in µs as mounted inside (v1 cpuacct.usage in ns, v2
+    cpu.stat usage_usec); -1 when there is no accounting to read."""
+    text = observe(lambda: read_file_text("/sys/fs/cgroup/cpuacct/cpuacct.usage").strip(), "")
+    if text.isdigit():
+        return int(text) // 1000
+    for line in observe(lambda: read_file_text("/sys/fs/cgroup/cpu.stat"), "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "usage_usec" and value.strip().isdigit():
+            return int(value)
+    return -1
+
+
 def containment_report(canary, ipv4_port, ipv6_port, workspace):
     status = observe(lambda: read_file_text("/proc/self/status"), "")
     status_fields = {key: value.strip() for key, _, value in (line.partition(":") for line in status.splitlines())}
@@ -196,6 +209,7 @@ def containment_report(canary, ipv4_port, ipv6_port, workspace):
         "network_routes": count_routes(),
         "cgroup_memory_limit": read_cgroup_limit(("memory/memory.limit_in_bytes", "memory.max")),
         "cgroup_pids_limit": read_cgroup_limit(("pids/pids.max", "pids.max")),
+        "cgroup_cpu_usage_us": read_cgroup_cpu_usage(),
         "python": "%d.%d.%d" % sys.version_info[:3],
     }
 

@@ -295,6 +295,7 @@ setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_
     const auto found = std::find(result.parents.begin(), result.parents.end(), *parent);
     result.accounting = static_cast<std::size_t>(found - result.parents.begin());
     if (found == result.parents.end()) result.parents.push_back(std::move(*parent));
+    result.exposed = std::max(result.exposed, *result.accounting + 1);  // the child reads it back too
   }
   const auto memory = memory_value(limits);
   // memsw (memory + swap) must not be below the memory limit, so it is written after it.

@@ -56,7 +56,7 @@ class execution_cgroup {
   setup_result<void> attach(pid_t pid) const;
 
   /// Host paths a sandbox may bind read-only so the program can read its limits back:
-  /// v1 the memory and pids directories, v2 the one directory. Empty for none and once removed.
+  /// v1 the memory and pids directories (and cpuacct's, for the tree's CPU time), v2 the one directory. Empty for none and once removed.
   std::vector<std::string> directories() const;
 
   /// SIGKILLs every process in the cgroup (cgroup.kill on v2; on v1, or a kernel before 5.14,
@@ -71,6 +71,9 @@ class execution_cgroup {
   /// cpu.stat usage_usec (v2); nullopt without such accounting. RLIMIT_CPU binds each process
   /// alone, so this is what holds cpu_seconds for a tree of spinners.
   std::optional<double> cpu_seconds() const;
+
+  /// Whether cpu_seconds() has an accounting directory to read (v1 cpuacct, or v2).
+  bool has_cpu_accounting() const noexcept { return accounting_.has_value() && !removed_; }
 
   /// kill_all(), then rmdir in every hierarchy, retrying for about 1 s while the kernel still
   /// calls a directory busy. Idempotent; a directory that failed stays for the next call.

@@ -114,7 +114,7 @@ std::vector<bind_target> cgroup_binds(const execution_cgroup& cgroup) {
 
 /// The tree's CPU time from the cgroup's accounting, where there is one.
 std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution_cgroup>& cgroup) {
-  if (!cgroup || !cgroup->cpu_seconds()) return {};
+  if (!cgroup || !cgroup->has_cpu_accounting()) return {};
   return [&cgroup] { return cgroup->cpu_seconds(); };
 }
 
@@ -175,7 +175,7 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .rlimits = report_rlimits(plan.child.rlimits),
                                      .process_count_base = init_processes,
                                      .root_entries = root_entries(root),
-                                     .cpu_tree_limit = cgroup->cpu_seconds().has_value()}}};
+                                     .cpu_tree_limit = cgroup->has_cpu_accounting()}}};
 }
 
 /// From an accepted request to a running interpreter: everything the launcher itself sets up,

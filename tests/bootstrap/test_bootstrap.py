@@ -44,7 +44,7 @@ HELLO_KEYS = {"pid", "ppid", "pgid", "sid", "uid", "gid", "euid", "egid", "group
               "seccomp_mode", "rlimits", "canary", "network", "environment_keys", "cwd",
               "workspace_entries", "namespace_ids", "root_entries", "uid_map", "gid_map",
               "capabilities_effective", "capabilities_bounding", "network_routes", "cgroup_memory_limit",
-              "cgroup_pids_limit", "python"}
+              "cgroup_pids_limit", "cgroup_cpu_usage_us", "python"}
 RLIMIT_FIELDS = {"cpu_seconds": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
                  "file_size_bytes": resource.RLIMIT_FSIZE, "process_count": resource.RLIMIT_NPROC,
                  "open_files": resource.RLIMIT_NOFILE, "core_bytes": resource.RLIMIT_CORE}

@@ -85,6 +85,7 @@ child_report isolated_observed() {
   c.rlimits.process_count = {65, 65};
   c.cgroup_memory_limit = 512 << 20;
   c.cgroup_pids_limit = 65;
+  c.cgroup_cpu_usage_us = 1234;
   return c;
 }
 
@@ -293,6 +294,11 @@ TEST_CASE("ISOLATED needs every boundary observed") {
     auto wrong = good;
     wrong.rlimits.cpu_seconds = {99, 99};
     CHECK(grade_containment(e, with_budget, wrong).grades.cpu == enforcement::unavailable);
+    auto unseen = good;  // the launcher says it budgets the tree; the child saw no accounting
+    unseen.cgroup_cpu_usage_us = -1;
+    const auto graded = grade_containment(e, with_budget, unseen);
+    CHECK(graded.grades.cpu == enforcement::unverified);
+    CHECK_FALSE(graded.problems.empty());
   }
   SUBCASE("a cgroup limit the child did not read back: memory unverified, still isolated") {
     auto c = good;
