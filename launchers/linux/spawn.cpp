@@ -1,11 +1,7 @@
 #include "spawn.hpp"
 
-#include <algorithm>
 #include <cerrno>
-#include <climits>  // PIPE_BUF
 #include <csignal>
-#include <cstring>
-#include <optional>
 #include <string>
 
 #include <fcntl.h>
