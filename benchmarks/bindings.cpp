@@ -1,25 +1,33 @@
 // Binding calls: a program makes N sequential calls to a no-op host tool; calls per second and the
 // per-call round trip, beside a bare round trip of the same bytes over a Unix socketpair, in one
 // run ("BENCH name value unit"). Issue 4's target: at least 20,000 calls/s (50 us per call).
+// Then 1,000 calls gathered under asyncio, and the sequential calls again with the Run's log
+// (a file, fsynced per record) in the temp directory.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "psych/host/run_log.hpp"
 #include "psych/host/sandbox.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+/// Answers at once, on the host's own thread: what is measured is the path, not a tool.
 class no_op_invoker final : public psych::tool_invoker {
  public:
-  psych::tool_outcome invoke(std::string_view, std::string_view) override { return psych::tool_outcome::value("0"); }
+  psych::call_permission permit(const psych::tool_call&) override { return psych::call_permission::allow(); }
+  void invoke(const psych::tool_call&, std::stop_token, std::function<void(psych::tool_outcome)> done) override {
+    done(psych::tool_outcome::value("0"));
+  }
 };
 
 /// N round trips of a call-sized line and a result-sized line over a socketpair, echoed by a thread.
@@ -63,16 +71,21 @@ int main(int argc, char** argv) {
   const auto offer = sandbox.offer();
   auto terms = std::get<psych::execution_terms>(psych::intersect_terms(offer, {.limits = offer.limit_ceiling}, {}, {}));
   no_op_invoker invoker;
-  const auto program = fmt::format(
+  const auto timed = [&](const std::string& program, psych::run_account run = {}) {
+    const auto result = sandbox.run(
+        {.program = program, .terms = terms, .bindings = {{"noop", ""}}, .invoker = &invoker,
+         .budget = {.max_calls = 1u << 30, .max_run_calls = 1u << 30}, .run = run});
+    if (!result.ok() || !result.value) {
+      fmt::print(stderr, "bench_bindings: {}\n", result.failure ? result.failure->message : "no value");
+      std::exit(1);
+    }
+    return std::pair{std::stod(result.value->text), result};
+  };
+  const auto sequential = fmt::format(
       "import time\nstart = time.perf_counter()\nfor _ in range({}):\n    await call_tool('noop', {{}})\n"
       "return time.perf_counter() - start",
       n);
-  const auto result = sandbox.run({.program = program, .terms = terms, .bindings = {{"noop", ""}}, .invoker = &invoker});
-  if (!result.ok() || !result.value) {
-    fmt::print(stderr, "bench_bindings: {}\n", result.failure ? result.failure->message : "no value");
-    return 1;
-  }
-  const double seconds = std::stod(result.value->text);
+  const auto [seconds, result] = timed(sequential);
   const double per_call_us = seconds * 1e6 / n;
   const double bare_us = bare_round_trip_us(n);
   fmt::print("{} sequential calls of a no-op tool from one program ({}):\n", n, psych::name_of(*result.isolation));
@@ -81,5 +94,37 @@ int main(int argc, char** argv) {
   fmt::print("BENCH binding_calls_per_second {:.0f} 1/s\n", n / seconds);
   fmt::print("BENCH binding_call_us {:.2f} us\n", per_call_us);
   fmt::print("BENCH bare_socket_round_trip_us {:.2f} us\n", bare_us);
+
+  constexpr int gathered_n = 1000;
+  const auto gathered = fmt::format(
+      "import asyncio, time\nstart = time.perf_counter()\n"
+      "await asyncio.gather(*(call_tool('noop', {{}}) for _ in range({})))\nreturn time.perf_counter() - start",
+      gathered_n);
+  const auto [gathered_seconds, unused] = timed(gathered);
+  fmt::print("{} calls gathered under asyncio: {:.1f} ms in all, {:.0f} calls/s, {:.1f} us per call\n", gathered_n,
+             gathered_seconds * 1e3, gathered_n / gathered_seconds, gathered_seconds * 1e6 / gathered_n);
+  fmt::print("BENCH gathered_calls_per_second {:.0f} 1/s\n", gathered_n / gathered_seconds);
+
+  const int logged_n = std::min(n, 2000);
+  char dir_template[] = "/tmp/psych-bench-log-XXXXXX";
+  if (!::mkdtemp(dir_template)) std::abort();
+  const std::string log_path = std::string(dir_template) + "/run.log";
+  {
+    auto log = psych::open_file_run_log(log_path);
+    if (!log) {
+      fmt::print(stderr, "bench_bindings: {}\n", log.error().message());
+      return 1;
+    }
+    const auto logged = fmt::format(
+        "import time\nstart = time.perf_counter()\nfor _ in range({}):\n    await call_tool('noop', {{}})\n"
+        "return time.perf_counter() - start",
+        logged_n);
+    const auto [logged_seconds, unused2] = timed(logged, {.log = log.value().get(), .execution_id = "bench"});
+    fmt::print("{} sequential calls journalled in a file run log (two fsynced records per call): {:.0f} calls/s, "
+               "{:.1f} us per call\n",
+               logged_n, logged_n / logged_seconds, logged_seconds * 1e6 / logged_n);
+    fmt::print("BENCH logged_calls_per_second {:.0f} 1/s\n", logged_n / logged_seconds);
+  }
+  std::filesystem::remove_all(dir_template);
   return 0;
 }

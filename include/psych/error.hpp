@@ -71,6 +71,10 @@ enum class error_kind {
   interpreter_unavailable,
   /// An operating-system call failed; the detail names the call and errno.
   system_call_failed,
+
+  // --- the run log ---
+  /// A run log whose records are damaged before its last one (a torn last record is tolerated).
+  run_log_corrupt,
 };
 
 PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_frames",
@@ -80,7 +84,7 @@ PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_fr
                  "frame_missing_member", "frame_bad_enum", "frame_number_out_of_range",
                  "frame_out_of_sequence", "invalid_limit", "invalid_argument", "unreadable_file",
                  "sandbox_setup", "launcher_unavailable", "interpreter_unavailable",
-                 "system_call_failed");
+                 "system_call_failed", "run_log_corrupt");
 
 struct error {
   error_kind kind;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "psych/budget.hpp"
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
 #include "psych/json_text.hpp"
@@ -37,6 +38,10 @@ struct sandbox_result {
   guarantee_grades guarantees;
   bool network_denied = false;
   std::vector<std::string> problems;  ///< what grading saw contradicted, in words
+  /// What the program's tool calls spent in this execution (the binding budget's meters).
+  meter_readings bindings_spent;
+  /// Bindings the spec listed that no longer resolve; never replaced by another tool.
+  std::vector<std::string> unavailable_bindings;
 
   [[nodiscard]] bool ok() const { return !failure.has_value(); }
 };

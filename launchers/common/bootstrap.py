@@ -251,6 +251,17 @@ def frame_bytes(frame):
     return (encode_json(frame) + "\n").encode("utf-8", "replace")
 
 
+def parse_frame(line):
+    try:
+        text = line.decode("utf-8")
+        frame, end = SCAN_JSON(text, 0)
+    except Exception as error:  # the C scanner raises StopIteration/ValueError/SystemError
+        raise ProtocolError(f"malformed frame ({type(error).__name__})") from None
+    if end != len(text) or type(frame) is not dict or type(frame.get("type")) is not str:
+        raise ProtocolError("frame is not one object with a string type")
+    return frame
+
+
 class Channel:
     def __init__(self, fd):
         self.fd, self.pending = fd, bytearray()  # pending keeps the bytes past one frame
@@ -266,15 +277,24 @@ class Channel:
     def receive(self):
         for _ in range(MAX_EMPTY_LINES + 1):
             if line := self.read_line().strip(b" \t\r"):
-                try:
-                    text = line.decode("utf-8")
-                    frame, end = SCAN_JSON(text, 0)
-                except Exception as error:  # the C scanner raises StopIteration/ValueError/SystemError
-                    raise ProtocolError(f"malformed frame ({type(error).__name__})") from None
-                if end != len(text) or type(frame) is not dict or type(frame.get("type")) is not str:
-                    raise ProtocolError("frame is not one object with a string type")
-                return frame
+                return parse_frame(line)
         raise ProtocolError("too many empty lines")
+
+    def receive_ready(self):
+        """The frames that one read completes, without blocking: for a reader the event loop
+        calls when the channel is readable. Partial frames wait in `pending` for the next read."""
+        if not (chunk := posix.read(self.fd, 1 << 20)):
+            raise ProtocolError("channel closed with calls in flight")
+        self.pending += chunk
+        frames = []
+        while (newline := self.pending.find(b"\n")) >= 0:
+            line = bytes(self.pending[:newline]).strip(b" \t\r")
+            del self.pending[:newline + 1]
+            if line:
+                frames.append(parse_frame(line))
+        if len(self.pending) > MAX_INCOMING_LINE:
+            raise ProtocolError("frame too large")
+        return frames
 
     def read_line(self):
         scanned = 0  # never search the same bytes twice: a long line stays linear
@@ -291,7 +311,7 @@ class Channel:
         return line
 
 
-# ---- bindings: the program's calls of the agent's tools (docs/bindings-plan.md) --------------
+# ---- bindings: the program's calls of the agent's tools (docs/bindings.md) --------------
 
 CHANNEL = None  # the channel, once main() opened it: calls travel on it between run and done
 
@@ -309,8 +329,102 @@ class ToolError(Exception):
         return f"{self.kind}: {self.tool}: {self.args[0] if self.args else ''}"
 
 
+def tool_error_of(reply, name):
+    error = reply.get("error") if type(reply.get("error")) is dict else {}
+    return ToolError(error.get("kind", "tool_failed"), error.get("tool", name), error.get("message", ""))
+
+
+class Calls:
+    """The program's calls on the channel. Without a running event loop each call is one blocking
+    round trip (no asyncio import, and no concurrency needed: nothing can gather). Under asyncio a
+    call is a future of the running loop: the channel is watched with add_reader and each result
+    resolves its future by id, so calls gathered together are in flight together, and a call the
+    program gives up on is cancelled on the host."""
+
+    def __init__(self):
+        self.next_id = 0
+        self.waiting = {}      # id -> (future, name), under asyncio
+        self.abandoned = set()  # ids whose result nobody waits for any more
+        self.watched = None    # the loop whose reader is on the channel
+
+    def start(self, name, arguments):
+        self.next_id += 1
+        try:
+            frame = frame_bytes({"type": "call", "id": self.next_id, "tool": name, "arguments": arguments})
+        except (TypeError, ValueError) as error:
+            raise ToolError("malformed_call", name, f"arguments cannot travel as JSON: {error}") from None
+        CHANNEL.send(frame)
+        return self.next_id
+
+    def round_trip(self, name, arguments):
+        call_id = self.start(name, arguments)
+        while True:
+            reply = CHANNEL.receive()
+            if reply.get("type") != "result":
+                raise ProtocolError(f"expected the result of call {call_id}, got {reply.get('type')!r}")
+            if reply.get("id") == call_id:
+                return self.settle(reply, name)
+            if reply.get("id") not in self.abandoned:
+                raise ProtocolError(f"expected the result of call {call_id}, got one for {reply.get('id')!r}")
+            self.abandoned.discard(reply.get("id"))
+
+    @staticmethod
+    def settle(reply, name):
+        if reply.get("ok") is True:
+            return reply.get("value")
+        raise tool_error_of(reply, name)
+
+    def in_loop(self, loop, name, arguments):
+        call_id = self.start(name, arguments)
+        future = loop.create_future()
+        self.waiting[call_id] = (future, name)
+        future.add_done_callback(lambda done: self.given_up(call_id, done))
+        if self.watched is not loop:
+            loop.add_reader(CHANNEL.fd, self.readable)
+            self.watched = loop
+        return future
+
+    def given_up(self, call_id, future):
+        if future.cancelled() and self.waiting.pop(call_id, None) is not None:
+            self.abandoned.add(call_id)
+            observe(lambda: CHANNEL.send(frame_bytes({"type": "cancel_call", "id": call_id})), None)
+        self.unwatch_when_idle()
+
+    def readable(self):
+        try:
+            replies = CHANNEL.receive_ready()
+        except (ProtocolError, OSError) as error:
+            for future, _ in self.waiting.values():
+                future.set_exception(ProtocolError(str(error)))
+            self.waiting.clear()
+            self.unwatch_when_idle()
+            return
+        for reply in replies:
+            entry = self.waiting.pop(reply.get("id"), None) if reply.get("type") == "result" else None
+            if entry is None:
+                self.abandoned.discard(reply.get("id"))
+                continue
+            future, name = entry
+            if not future.done():
+                try:
+                    future.set_result(self.settle(reply, name))
+                except ToolError as error:
+                    future.set_exception(error)
+        self.unwatch_when_idle()
+
+    def unwatch_when_idle(self):
+        if not self.waiting and self.watched is not None:
+            observe(lambda: self.watched.remove_reader(CHANNEL.fd), None)
+            self.watched = None
+
+
+def running_loop():
+    asyncio = sys.modules.get("asyncio")
+    return asyncio._get_running_loop() if asyncio is not None else None
+
+
 def make_call_tool(excluded):
-    next_id = [0]
+    calls = Calls()
 
     async def call_tool(name, arguments=None):
         """Calls the tool of that model-facing name, whatever characters it has, with a dict of
@@ -323,22 +437,26 @@ def make_call_tool(excluded):
             raise ToolError("malformed_call", name, "arguments must be a dict")
         if name in excluded:
             raise ToolError("excluded_builtin", name, excluded[name])
-        next_id[0] += 1
-        call_id = next_id[0]
-        try:
-            frame = frame_bytes({"type": "call", "id": call_id, "tool": name, "arguments": arguments})
-        except (TypeError, ValueError) as error:
-            raise ToolError("malformed_call", name, f"arguments cannot travel as JSON: {error}") from None
-        CHANNEL.send(frame)
-        reply = CHANNEL.receive()
-        if reply.get("type") != "result" or reply.get("id") != call_id:
-            raise ProtocolError(f"expected the result of call {call_id}, got {reply.get('type')!r}")
-        if reply.get("ok") is True:
-            return reply.get("value")
-        error = reply.get("error") if type(reply.get("error")) is dict else {}
-        raise ToolError(error.get("kind", "tool_failed"), error.get("tool", name), error.get("message", ""))
+        loop = running_loop()
+        if loop is None:
+            return calls.round_trip(name, arguments)
+        return await calls.in_loop(loop, name, arguments)
 
     return call_tool
+
+
+def make_builtins(call_tool):
+    async def list_tools(offset=0, limit=100):
+        """The offered tools, sorted by name, a window at a time: {"tools": [{name, description,
+        deferred}], "total": N, "next_offset": N or None}. Read-only and bounded."""
+        return await call_tool("list_tools", {"offset": offset, "limit": limit})
+
+    async def get_tool_info(name):
+        """One offered tool's name, description and argument schema ("input_schema"): the way to
+        a deferred tool's arguments."""
+        return await call_tool("get_tool_info", {"name": name})
+
+    return {"list_tools": list_tools, "get_tool_info": get_tool_info}
 
 
 def make_alias(call_tool, name):
@@ -355,7 +473,7 @@ def bind_tools(namespace, bindings, excluded):
     names = sorted({b["name"] for b in bindings if type(b) is dict and type(b.get("name")) is str})
     excluded = {e["name"]: e.get("reason", "") for e in excluded if type(e) is dict and type(e.get("name")) is str}
     call_tool = make_call_tool(excluded)
-    namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError)
+    namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError, **make_builtins(call_tool))
     if names:
         import keyword
         for name in names:

@@ -2,83 +2,250 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <ranges>
 
+#include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
 #include "psych/builtins.hpp"
 #include "psych/protocol/json.hpp"
 
+namespace psych::host::builtin_args {
+/// list_tools' arguments: a window of the sorted bindings.
+struct list_tools {
+  std::optional<std::int64_t> offset;
+  std::optional<std::int64_t> limit;
+};
+/// get_tool_info's: one offered name.
+struct get_tool_info {
+  std::string name;
+};
+/// What list_tools answers per tool; the schema stays with get_tool_info.
+struct listed_tool {
+  std::string name;
+  std::string description;
+  bool deferred = false;
+};
+struct tool_list {
+  std::vector<listed_tool> tools;
+  std::int64_t total = 0;
+  std::optional<std::int64_t> next_offset;
+};
+struct tool_info {
+  std::string name;
+  std::string description;
+  bool deferred = false;
+  json_text input_schema;
+};
+}  // namespace psych::host::builtin_args
+
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::list_tools, offset, limit);
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::get_tool_info, name);
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::listed_tool, name, description, deferred);
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_list, tools, total, next_offset);
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_info, name, description, deferred, input_schema);
+
 namespace psych::host {
 
 namespace {
 
+/// list_tools is bounded: a window of at most this many tools, each description cut to a line's worth.
+constexpr std::int64_t list_window_max = 100;
+constexpr std::size_t listed_description_max = 300;
+
+protocol::result_frame refused(std::int64_t id, std::string_view tool, tool_error_kind kind, std::string message) {
+  return {.id = id, .ok = false, .value = std::nullopt,
+          .error = protocol::call_error{.kind = kind, .tool = std::string(tool), .message = std::move(message)}};
+}
+
 protocol::result_frame refused(const protocol::call_frame& call, tool_error_kind kind, std::string message) {
-  return {.id = call.id, .ok = false, .value = std::nullopt,
-          .error = protocol::call_error{.kind = kind, .tool = call.tool, .message = std::move(message)}};
+  return refused(call.id, call.tool, kind, std::move(message));
+}
+
+std::string budget_message(const exhaustion& out, const binding_budget& budget, const meter_readings& execution,
+                           const meter_readings& run) {
+  const auto& readings = out.scope == meter_scope::run ? run : execution;
+  return fmt::format("{}: {} of {} spent in this {}", name_of(out.meter), reading_of(readings, out.meter),
+                     ceiling_of(budget, out.meter, out.scope), out.scope == meter_scope::run ? "Run" : "execution");
+}
+
+/// A description cut at a character boundary, so a listing stays bounded whatever a server wrote.
+std::string shortened(const std::string& text) {
+  if (text.size() <= listed_description_max) return text;
+  std::size_t cut = listed_description_max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
 }
 
 }  // namespace
 
-binding_gateway::binding_gateway(const std::vector<binding>& offered, tool_invoker* invoker,
-                                 const binding_budget& budget)
-    : offered_(invoker ? offered : std::vector<binding>{}), invoker_(invoker), budget_(budget) {
-  std::sort(offered_.begin(), offered_.end(), [](const binding& a, const binding& b) { return a.name < b.name; });
-  offered_.erase(std::unique(offered_.begin(), offered_.end(),
-                             [](const binding& a, const binding& b) { return a.name == b.name; }),
-                 offered_.end());
+binding_gateway::binding_gateway(gateway_setup setup) : setup_(std::move(setup)) {
+  auto& offered = setup_.offered;
+  if (!setup_.invoker) offered.clear();
+  std::sort(offered.begin(), offered.end(), [](const binding& a, const binding& b) { return a.name < b.name; });
+  offered.erase(std::unique(offered.begin(), offered.end(),
+                            [](const binding& a, const binding& b) { return a.name == b.name; }),
+                offered.end());
 }
 
-protocol::result_frame binding_gateway::answer(const protocol::call_frame& call) {
+const binding* binding_gateway::find(std::string_view name) const {
+  const auto& offered = setup_.offered;
+  const auto found = std::ranges::lower_bound(offered, name, std::less<>{},
+                                              [](const binding& b) { return std::string_view(b.name); });
+  return found != offered.end() && found->name == name ? &*found : nullptr;
+}
+
+meter_readings binding_gateway::run_spent() const noexcept {
+  auto total = setup_.run.spent_before;
+  total += spent_;
+  return total;
+}
+
+bool binding_gateway::journal(const run_log_record& record) {
+  if (!setup_.run.log) return true;
+  auto appended = setup_.run.log->append(record);
+  if (!appended) problems_.push_back("run log: " + appended.error().message());
+  return appended.has_value();
+}
+
+binding_gateway::admission binding_gateway::admit(const protocol::call_frame& call) {
   if (const auto reason = exclusion_reason(call.tool))
     return refused(call, tool_error_kind::excluded_builtin, std::string(*reason));
-  const bool offered = std::ranges::binary_search(offered_, std::string_view(call.tool), std::less<>{},
-                                                  [](const binding& b) { return std::string_view(b.name); });
-  if (!offered)
+  const auto rule = builtin_named(call.tool);
+  const bool callable_builtin = rule && setup_.invoker && call.tool != "read_tool_output";
+  if (!callable_builtin && !find(call.tool)) {
+    if (std::ranges::find(setup_.unavailable, call.tool) != setup_.unavailable.end())
+      return refused(call, tool_error_kind::unavailable_binding,
+                     fmt::format("{:?} is listed for this program but no longer resolves to a tool the agent may "
+                                 "call; it is never replaced by another",
+                                 call.tool));
     return refused(call, tool_error_kind::unknown_tool,
                    fmt::format("no tool named {:?} is offered to this program; TOOLS lists those that are", call.tool));
+  }
   // The codec already proved `arguments` is one JSON value; a program may still send a non-object.
   if (call.arguments.text.empty() || call.arguments.text.front() != '{')
     return refused(call, tool_error_kind::malformed_call, "arguments must be a JSON object");
-  if (call.arguments.text.size() > budget_.max_argument_bytes.value)
+  const auto& budget = setup_.budget;
+  if (call.arguments.text.size() > budget.max_argument_bytes.value)
     return refused(call, tool_error_kind::argument_too_large,
                    fmt::format("argument_bytes: {} bytes of arguments, the ceiling per call is {}",
-                               call.arguments.text.size(), budget_.max_argument_bytes.value));
-  // A call is spent when it starts, whatever happens after.
-  if (const auto meter = exhausted_by(budget_, spent_, {.calls = 1}))
-    return refused(call, tool_error_kind::budget_exhausted,
-                   fmt::format("{}: {} of {} spent", name_of(*meter), spent_.calls, budget_.max_calls.value));
+                               call.arguments.text.size(), budget.max_argument_bytes.value));
+  if (const auto out = exhausted_by(budget, spent_, run_spent(), {.calls = 1}))
+    return refused(call, tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
+
+  admitted_call admitted{.id = call.id,
+                         .call_id = fmt::format("{}-{}", setup_.run.execution_id, call.id),
+                         .tool = call.tool,
+                         .arguments_json = call.arguments.text};
+  // From here the call is spent, whatever happens after: it is in the Run's log before anything runs.
+  if (!journal(call_started{.call_id = admitted.call_id,
+                            .execution_id = setup_.run.execution_id,
+                            .tool = call.tool,
+                            .argument_bytes = call.arguments.text.size()}))
+    return refused(call, tool_error_kind::cancelled, "the run log could not record the call, so it was not made");
   ++spent_.calls;
-  const auto outcome = invoker_->invoke(call.tool, call.arguments.text);
-  if (!outcome.ok) return refused(call, outcome.kind, outcome.message);
+
+  if (callable_builtin) return builtin_answer(call, admitted);
+  const tool_call asked{admitted.call_id, setup_.run.execution_id, admitted.tool, admitted.arguments_json};
+  const auto permission = setup_.invoker->permit(asked);
+  using verdict = call_permission::verdict;
+  if (permission.decision == verdict::needs_approval)
+    return refuse_admitted(admitted, tool_error_kind::approval_required_in_program,
+                           fmt::format("{} needs a person's approval, which nobody can give while a program runs: "
+                                       "have the model call it directly{}",
+                                       call.tool, permission.reason.empty() ? "" : " (" + permission.reason + ")"));
+  if (permission.decision == verdict::denied)
+    return refuse_admitted(admitted, tool_error_kind::denied,
+                           permission.reason.empty() ? "the policy refused this call" : permission.reason);
+  return admitted;
+}
+
+protocol::result_frame binding_gateway::builtin_answer(const protocol::call_frame& call,
+                                                       const admitted_call& admitted) {
+  const auto& offered = setup_.offered;
+  if (call.tool == "list_tools") {
+    auto asked = protocol::decode_json<builtin_args::list_tools>(call.arguments.text);
+    if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
+    const auto total = static_cast<std::int64_t>(offered.size());
+    const std::int64_t offset = std::clamp<std::int64_t>(asked.value().offset.value_or(0), 0, total);
+    const std::int64_t limit = std::clamp<std::int64_t>(asked.value().limit.value_or(list_window_max), 0, list_window_max);
+    builtin_args::tool_list list{.total = total};
+    for (std::int64_t i = offset; i < std::min(total, offset + limit); ++i) {
+      const auto& tool = offered[static_cast<std::size_t>(i)];
+      list.tools.push_back({tool.name, shortened(tool.description), tool.deferred});
+    }
+    if (offset + limit < total) list.next_offset = offset + limit;
+    return complete(admitted, tool_outcome::value(protocol::encode_json(list)));
+  }
+  auto asked = protocol::decode_json<builtin_args::get_tool_info>(call.arguments.text);
+  if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
+  const binding* tool = find(asked.value().name);
+  if (!tool)
+    return refuse_admitted(admitted, tool_error_kind::unknown_tool,
+                           fmt::format("no tool named {:?} is offered to this program", asked.value().name));
+  auto schema = protocol::decode_json<json_text>(tool->input_schema_json);
+  const builtin_args::tool_info info{.name = tool->name,
+                                     .description = tool->description,
+                                     .deferred = tool->deferred,
+                                     .input_schema = schema ? std::move(schema).value() : json_text{"{}"}};
+  return complete(admitted, tool_outcome::value(protocol::encode_json(info)));
+}
+
+protocol::result_frame binding_gateway::refuse_admitted(const admitted_call& call, tool_error_kind kind,
+                                                        std::string message) {
+  journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind))});
+  return refused(call.id, call.tool, kind, std::move(message));
+}
+
+protocol::result_frame binding_gateway::complete(const admitted_call& call, const tool_outcome& outcome) {
+  if (!outcome.ok) return refuse_admitted(call, outcome.kind, outcome.message);
+  const auto& budget = setup_.budget;
   const std::uint64_t size = outcome.value_json.size();
-  const bool produced_exhausted = exhausted_by(budget_, spent_, {.produced = size}).has_value();
-  spent_.produced += size;  // made by the host's tool, whether or not the program receives it
-  if (produced_exhausted)
-    return refused(call, tool_error_kind::budget_exhausted,
-                   fmt::format("produced: {} bytes, the ceiling is {}", spent_.produced, budget_.max_produced_bytes.value));
+  // Made by the host's tool, whether or not the program receives it.
+  const auto produced_out = exhausted_by(budget, spent_, run_spent(), {.produced = size});
+  spent_.produced += size;
+  const auto refuse = [&](tool_error_kind kind, std::string message) {
+    journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind)), .produced = size});
+    return refused(call.id, call.tool, kind, std::move(message));
+  };
+  if (produced_out)
+    return refuse(tool_error_kind::budget_exhausted, budget_message(*produced_out, budget, spent_, run_spent()));
   // No BlobStore yet: a result over the per-call ceiling cannot be paged, so it is refused whole.
-  if (size > budget_.max_result_bytes.value)
-    return refused(call, tool_error_kind::binding_result_not_paged,
-                   fmt::format("result_bytes: the result is {} bytes, the ceiling per call is {}, and it was not "
-                               "preserved for paging",
-                               size, budget_.max_result_bytes.value));
-  if (exhausted_by(budget_, spent_, {.transfer = size}))
-    return refused(call, tool_error_kind::budget_exhausted,
-                   fmt::format("transfer: {} more bytes would pass {} of {}", size, spent_.transfer,
-                               budget_.max_transfer_bytes.value));
+  if (size > budget.max_result_bytes.value)
+    return refuse(tool_error_kind::binding_result_not_paged,
+                  fmt::format("result_bytes: the result is {} bytes, the ceiling per call is {}, and it was not "
+                              "preserved for paging",
+                              size, budget.max_result_bytes.value));
+  // The recording keeps the value in the log: that is what `preserved` counts, where there is a log.
+  const std::uint64_t kept = setup_.run.log ? size : 0;
+  if (const auto out = exhausted_by(budget, spent_, run_spent(), {.transfer = size, .preserved = kept}))
+    return refuse(tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
   // The invoker is the runtime's, not ours to trust with the frame: its value is checked first.
   auto value = protocol::decode_json<json_text>(outcome.value_json);
   if (!value)
-    return refused(call, tool_error_kind::tool_failed,
-                   fmt::format("the tool's result is not one JSON value: {}", value.error().message()));
+    return refuse(tool_error_kind::tool_failed,
+                  fmt::format("the tool's result is not one JSON value: {}", value.error().message()));
+  if (!journal(call_finished{.call_id = call.call_id, .outcome = "ok", .produced = size, .transfer = size,
+                             .preserved = kept, .value_json = setup_.run.log ? outcome.value_json : std::string{}}))
+    return refused(call.id, call.tool, tool_error_kind::cancelled,
+                   "the run log could not record the result, so it is not handed over");
   spent_.transfer += size;
+  spent_.preserved += kept;
   return {.id = call.id, .ok = true, .value = std::move(value).value(), .error = std::nullopt};
+}
+
+void binding_gateway::abandon(const admitted_call& call, const tool_outcome& outcome) {
+  const std::uint64_t size = outcome.ok ? outcome.value_json.size() : 0;
+  spent_.produced += size;
+  journal(call_finished{.call_id = call.call_id,
+                        .outcome = std::string(name_of(outcome.ok ? tool_error_kind::cancelled : outcome.kind)),
+                        .produced = size});
 }
 
 std::vector<protocol::binding_info> binding_gateway::bindings_for_run() const {
   std::vector<protocol::binding_info> out;
-  for (const auto& offered : offered_) out.push_back({offered.name, offered.description});
+  for (const auto& offered : setup_.offered) out.push_back({offered.name, offered.description, offered.deferred});
   return out;
 }
 

@@ -1,37 +1,71 @@
 #pragma once
-// The host's side of a program's calls: one `call` frame in, one `result` frame out. It resolves
-// the name against what the program was offered, refuses excluded built-ins with their own
-// reason, meters it against the execution's binding budget, and otherwise hands it to the runtime's
-// invoker. Approvals, the per-Run half of the meters and the run log come next
-// (docs/bindings-plan.md); a refusal here never reaches the invoker.
+// The host's side of a program's calls: one `call` frame in, one `result` frame out, in two
+// halves so that a tool may take its time while the host keeps reading. `admit` resolves the
+// name against what the program was offered, refuses excluded built-ins with their own reason,
+// meters the call against the execution's and the Run's budget, logs it as started (from then on
+// it is spent), asks the policy, and answers the callable built-ins itself; what is left is the
+// invoker's. `complete` meters and logs what the tool produced and builds the answer.
+#include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "psych/budget.hpp"
 #include "psych/host/bindings.hpp"
+#include "psych/host/run_log.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::host {
 
+struct gateway_setup {
+  std::vector<binding> offered;
+  std::vector<std::string> unavailable;  ///< listed by the spec, resolving to nothing this turn
+  tool_invoker* invoker = nullptr;       ///< none: nothing is offered
+  binding_budget budget;
+  run_account run;
+};
+
+/// A call that passed every check and is logged as started: the invoker's now.
+struct admitted_call {
+  std::int64_t id = 0;  ///< the program's
+  std::string call_id;  ///< the Run's, the run log's key
+  std::string tool;
+  std::string arguments_json;
+};
+
 class binding_gateway {
  public:
-  binding_gateway(const std::vector<binding>& offered, tool_invoker* invoker, const binding_budget& budget);
+  explicit binding_gateway(gateway_setup setup);
 
-  /// The answer to one call, metered. Never throws.
-  protocol::result_frame answer(const protocol::call_frame& call);
+  using admission = std::variant<protocol::result_frame, admitted_call>;
+  /// An answer now (a refusal, or a built-in's value), or a call for the invoker. Never throws.
+  admission admit(const protocol::call_frame& call);
+  /// The answer to an admitted call, metered and logged.
+  protocol::result_frame complete(const admitted_call& call, const tool_outcome& outcome);
+  /// An admitted call that ended after the program stopped waiting for it (it gave up on it, or
+  /// the execution ended): what the tool made is metered and logged, nothing is handed over.
+  void abandon(const admitted_call& call, const tool_outcome& outcome);
 
-  /// What this execution has spent so far.
+  /// What this execution has spent, and the Run with it.
   const meter_readings& spent() const noexcept { return spent_; }
+  meter_readings run_spent() const noexcept;
+  /// Failures of the run log (each refused the call it concerned), for the result's problems.
+  const std::vector<std::string>& problems() const noexcept { return problems_; }
+  tool_invoker* invoker() const noexcept { return setup_.invoker; }
 
   /// What `run` tells the program: its bindings (sorted by name) and the built-ins it may not call.
   std::vector<protocol::binding_info> bindings_for_run() const;
   static std::vector<protocol::excluded_builtin> excluded_for_run();
 
  private:
-  std::vector<binding> offered_;  ///< sorted by name, no duplicates
-  tool_invoker* invoker_;
-  binding_budget budget_;
+  protocol::result_frame builtin_answer(const protocol::call_frame& call, const admitted_call& admitted);
+  protocol::result_frame refuse_admitted(const admitted_call& call, tool_error_kind kind, std::string message);
+  bool journal(const run_log_record& record);
+  const binding* find(std::string_view name) const;
+
+  gateway_setup setup_;  ///< offered sorted by name, no duplicates
   meter_readings spent_;
+  std::vector<std::string> problems_;
 };
 
 }  // namespace psych::host

@@ -131,10 +131,15 @@ class linux_launcher_sandbox final : public sandbox {
     host::session_plan plan = plan_for(terms);
     plan.program = request.program;
     plan.filename = request.filename;
-    plan.bindings = request.bindings;
-    plan.invoker = request.invoker;
-    plan.budget = request.budget;
-    return host::run_session(plan, std::move(stop)).result;
+    plan.bindings = {.offered = request.bindings,
+                     .unavailable = request.unavailable_bindings,
+                     .invoker = request.invoker,
+                     .budget = request.budget,
+                     .run = request.run};
+    if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = host::random_token();
+    auto result = host::run_session(plan, std::move(stop)).result;
+    result.unavailable_bindings = request.unavailable_bindings;
+    return result;
   }
 
  private:

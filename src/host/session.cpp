@@ -9,7 +9,11 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -33,6 +37,12 @@
 #include "psych/protocol/line_reader.hpp"
 
 namespace psych::host {
+
+std::string random_token() {
+  std::random_device entropy;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", entropy(), entropy(), entropy(), entropy());
+}
+
 namespace {
 
 namespace asio = boost::asio;
@@ -50,10 +60,29 @@ constexpr auto kill_grace = std::chrono::seconds(3);
 /// tree before it exits, so normally nothing is left holding a pipe).
 constexpr auto drain_grace = std::chrono::seconds(2);
 
-std::string random_token() {
-  std::random_device entropy;
-  return fmt::format("{:08x}{:08x}{:08x}{:08x}", entropy(), entropy(), entropy(), entropy());
-}
+/// How long the calls still in flight when an execution ends get to finish after being asked to
+/// stop. A tool that ignores the request is left behind (its log record stays "started": UNKNOWN).
+constexpr auto call_stop_grace = std::chrono::seconds(2);
+
+/// Where an invoker's completion lands, from whatever thread it calls back on. It outlives the
+/// session, so a tool finishing after the session ended finds it closed and nothing else.
+class completion_sink {
+ public:
+  explicit completion_sink(asio::io_context& io) : io_(&io) {}
+  template <class Handler>
+  void post(Handler handler) {
+    std::lock_guard lock(mutex_);
+    if (io_) asio::post(*io_, std::move(handler));
+  }
+  void close() {
+    std::lock_guard lock(mutex_);
+    io_ = nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  asio::io_context* io_;
+};
 
 /// Frames from one socket, bounded as the bytes arrive.
 class frame_stream {
@@ -98,11 +127,13 @@ class session {
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
-        gateway_(plan.bindings, plan.invoker, plan.budget) {
+        calls_settled_(io_), gateway_(plan.bindings), sink_(std::make_shared<completion_sink>(io_)) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
   }
+
+  ~session() { sink_->close(); }
 
   session_outcome run(std::stop_token stop) {
     started_at_ = clock::now();
@@ -282,23 +313,118 @@ class session {
     co_return true;
   }
 
-  /// The program's calls, each answered in turn, until its `done`.
+  /// The program's calls until its `done`. Each call is dispatched as it arrives and answered
+  /// when its tool finishes, so calls the program gathered run together and the host keeps reading.
   awaitable<void> program(frame_stream& channel) {
     for (;;) {
-      auto frame = co_await channel.next<protocol::done_frame, protocol::call_frame>();
+      auto frame = co_await channel.next<protocol::done_frame, protocol::call_frame, protocol::cancel_call_frame>();
       if (!frame) {
         violation(frame.error().message());
-        co_return;
+        break;
       }
-      if (!frame.value()) co_return;  // the child went away; the exit report says how
+      if (!frame.value()) break;  // the child went away; the exit report says how
       if (const auto* call = std::get_if<protocol::call_frame>(&*frame.value())) {
-        const auto answer = gateway_.answer(*call);
-        co_await send(channel_, answer);
+        dispatch(*call);
+        continue;
+      }
+      if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&*frame.value())) {
+        if (const auto found = in_flight_.find(cancel->id); found != in_flight_.end()) {
+          found->second.given_up = true;
+          found->second.stop.request_stop();
+        }
         continue;
       }
       done_ = std::get<protocol::done_frame>(*frame.value());
-      co_return;
+      break;
     }
+    co_await end_calls();
+  }
+
+  /// A call in flight: the invoker has it, and its stop source.
+  struct flight {
+    admitted_call call;
+    std::stop_source stop;
+    bool given_up = false;  ///< the program sent cancel_call
+  };
+
+  void dispatch(const protocol::call_frame& call) {
+    if (in_flight_.contains(call.id)) {
+      queue_answer({.id = call.id, .ok = false, .value = std::nullopt,
+                    .error = protocol::call_error{.kind = tool_error_kind::malformed_call, .tool = call.tool,
+                                                  .message = "a call with this id is already in flight"}});
+      return;
+    }
+    auto admission = gateway_.admit(call);
+    if (auto* answer = std::get_if<protocol::result_frame>(&admission)) {
+      queue_answer(*answer);
+      return;
+    }
+    auto& slot = in_flight_[call.id];
+    slot.call = std::get<admitted_call>(std::move(admission));
+    *invoking_ = true;
+    const tool_call asked{slot.call.call_id, plan_.bindings.run.execution_id, slot.call.tool, slot.call.arguments_json};
+    // A tool that answers at once, on this thread, is answered without a trip through the queue;
+    // any other completion is posted here from wherever it came.
+    const auto own_thread = std::this_thread::get_id();
+    std::optional<tool_outcome> at_once;
+    gateway_.invoker()->invoke(
+        asked, slot.stop.get_token(),
+        [sink = sink_, this, id = call.id, own_thread, at_once = &at_once, invoking = invoking_](tool_outcome outcome) {
+          if (std::this_thread::get_id() == own_thread && *invoking) {
+            *at_once = std::move(outcome);
+            return;
+          }
+          sink->post([this, id, outcome = std::move(outcome)] { on_call_done(id, outcome); });
+        });
+    *invoking_ = false;
+    if (at_once) on_call_done(call.id, *at_once);
+  }
+
+  void on_call_done(std::int64_t id, const tool_outcome& outcome) {
+    const auto found = in_flight_.find(id);
+    if (found == in_flight_.end()) return;  // an invoker that called back twice
+    const auto& slot = found->second;
+    if (slot.given_up || program_over_) {
+      gateway_.abandon(slot.call, outcome);
+      if (!program_over_)
+        queue_answer({.id = id, .ok = false, .value = std::nullopt,
+                      .error = protocol::call_error{.kind = tool_error_kind::cancelled, .tool = slot.call.tool,
+                                                    .message = "the program gave up on this call"}});
+    } else {
+      queue_answer(gateway_.complete(slot.call, outcome));
+    }
+    in_flight_.erase(found);
+    if (in_flight_.empty()) calls_settled_.cancel();
+  }
+
+  /// The execution is over for its calls: each one still in flight is asked to stop, and gets a
+  /// grace period to say how it ended, which the run log records.
+  awaitable<void> end_calls() {
+    program_over_ = true;
+    if (in_flight_.empty()) co_return;
+    for (auto& [id, slot] : in_flight_) slot.stop.request_stop();
+    calls_settled_.expires_after(call_stop_grace);
+    boost::system::error_code ec;
+    co_await calls_settled_.async_wait(asio::redirect_error(use_awaitable, ec));
+    for (const auto& [id, slot] : in_flight_)
+      outcome_.result.problems.push_back(fmt::format(
+          "bindings: {} ({}) did not end within {} s of being asked to stop; its outcome is unknown",
+          slot.call.tool, slot.call.call_id, call_stop_grace.count()));
+  }
+
+  /// Answers go out in the order they are ready, one write at a time, while reading goes on.
+  void queue_answer(const protocol::result_frame& answer) {
+    if (program_over_) return;
+    outbox_.push_back(protocol::encode_frame(answer));
+    if (outbox_.size() == 1) write_next();
+  }
+
+  void write_next() {
+    asio::async_write(channel_, asio::buffer(outbox_.front()), [this](boost::system::error_code ec, std::size_t) {
+      outbox_.pop_front();
+      if (ec) outbox_.clear();  // the child is gone; its exit report says how
+      if (!outbox_.empty()) write_next();
+    });
   }
 
   awaitable<void> read_exit(frame_stream& control) {
@@ -428,6 +554,8 @@ class session {
       launcher_problem_ = fmt::format("the launcher exited with status {}", launcher_status_);
     if (!launcher_problem_.empty()) r.problems.push_back(launcher_problem_);
     r.cancelled = cancelled_;
+    r.bindings_spent = gateway_.spent();
+    r.problems.insert(r.problems.end(), gateway_.problems().begin(), gateway_.problems().end());
     // The whole execution, interpreter start included: the span the wall clock limits.
     r.duration_seconds = std::chrono::duration<double>(clock::now() - started_at_).count();
     // The clock is graded by what happened, too: an execution that outlived its
@@ -501,10 +629,16 @@ class session {
   local_socket control_, channel_;
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
   asio::ip::tcp::acceptor listen_v4_, listen_v6_;
-  asio::steady_timer backstop_, drain_deadline_;
+  asio::steady_timer backstop_, drain_deadline_, calls_settled_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
   binding_gateway gateway_;
+  std::shared_ptr<completion_sink> sink_;
+  std::map<std::int64_t, flight> in_flight_;
+  /// True only while this thread is inside invoke(): a completion on this thread is then at once.
+  std::shared_ptr<bool> invoking_ = std::make_shared<bool>(false);
+  std::deque<std::string> outbox_;
+  bool program_over_ = false;
 
   launcher_process launcher_;
   std::string token_;

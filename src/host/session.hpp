@@ -11,6 +11,7 @@
 
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
+#include "binding_gateway.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::host {
@@ -32,9 +33,7 @@ struct session_plan {
   std::string temp_root = "/tmp";
   /// describe(): report containment, then abort; never runs a program.
   bool probe_only = false;
-  std::vector<binding> bindings;     ///< what the program may call
-  tool_invoker* invoker = nullptr;   ///< the runtime's path to them; none: no bindings
-  binding_budget budget;             ///< this execution's ceilings on its calls
+  gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run
 };
 
 struct session_outcome {
@@ -44,5 +43,8 @@ struct session_outcome {
 };
 
 session_outcome run_session(const session_plan& plan, std::stop_token stop);
+
+/// 128 random bits as hex: execution tokens and ids.
+std::string random_token();
 
 }  // namespace psych::host

@@ -84,3 +84,25 @@ TEST_CASE("each cumulative meter runs out at its ceiling, calls first") {
   CHECK(exhausted_by(budget, {.transfer = 1}, {.transfer = ~std::uint64_t{0}}) == meter_name::transfer);
   CHECK(name_of(meter_name::result_bytes) == "result_bytes");
 }
+
+TEST_CASE("the Run's meters have their own ceilings, and a charge names the scope that ran out first") {
+  const binding_budget budget{.max_calls = 5, .max_transfer_bytes = 100, .max_run_calls = 8, .max_run_transfer_bytes = 150};
+  // This execution has room; the Run does not.
+  const auto run_out = exhausted_by(budget, {.calls = 1}, {.calls = 8}, {.calls = 1});
+  REQUIRE(run_out);
+  CHECK(run_out->meter == meter_name::calls);
+  CHECK(run_out->scope == meter_scope::run);
+  // Both out: the execution is named first.
+  const auto both = exhausted_by(budget, {.calls = 5}, {.calls = 8}, {.calls = 1});
+  REQUIRE(both);
+  CHECK(both->scope == meter_scope::execution);
+  CHECK_FALSE(exhausted_by(budget, {.transfer = 50}, {.transfer = 100}, {.transfer = 50}));
+  CHECK(exhausted_by(budget, {.transfer = 50}, {.transfer = 101}, {.transfer = 50})->scope == meter_scope::run);
+  CHECK(ceiling_of(budget, meter_name::transfer, meter_scope::run) == 150);
+  CHECK(ceiling_of(budget, meter_name::argument_bytes, meter_scope::run) == budget.max_argument_bytes.value);
+  // A tenant narrows the Run's ceilings like any other.
+  auto narrowed = budget;
+  narrow(narrowed, binding_budget{.max_run_calls = 3});
+  CHECK(narrowed.max_run_calls.value == 3);
+  CHECK(narrowed.max_calls.value == 5);
+}

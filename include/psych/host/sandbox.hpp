@@ -11,6 +11,7 @@
 
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
+#include "psych/host/run_log.hpp"
 
 namespace psych {
 
@@ -44,9 +45,14 @@ struct run_request {
   /// them. No invoker: the program has no bindings, whatever this lists.
   std::vector<binding> bindings;
   tool_invoker* invoker = nullptr;
+  /// Names the spec listed that resolve to nothing this turn: calling one is `unavailable_binding`,
+  /// and the result lists them. run_code() (run_code.hpp) fills this and `bindings` per turn.
+  std::vector<std::string> unavailable_bindings;
   /// The ceilings on this execution's calls: the profile's BindingBudget, narrowed by the tenant's
   /// policy (narrow()); a spec can neither raise nor carry it.
   binding_budget budget;
+  /// The Run this execution belongs to: its log and what it spent before.
+  run_account run;
 };
 
 /// The port. A run() never throws for anything the program did: failures,

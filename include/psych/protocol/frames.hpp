@@ -122,6 +122,14 @@ struct call_frame {
   json_text arguments;
 };
 
+/// The program gave up on one of its calls (an asyncio cancellation, wait_for's timeout). The
+/// host asks the tool to stop; the call's `result` still comes, and the program ignores it.
+struct cancel_call_frame {
+  static constexpr std::string_view type = "cancel_call";
+  static constexpr std::array<std::string_view, 1> required_members{"id"};
+  std::int64_t id = 0;
+};
+
 struct done_frame {
   static constexpr std::string_view type = "done";
   static constexpr std::array<std::string_view, 1> required_members{"ok"};
@@ -136,6 +144,7 @@ struct done_frame {
 struct binding_info {
   std::string name;
   std::string description;
+  bool deferred = false;  ///< out of the model's prompt; get_tool_info has its schema
 };
 
 /// A built-in the program may not call, with its own reason (builtins.hpp).
@@ -195,7 +204,8 @@ BOOST_HANA_ADAPT_STRUCT(psych::protocol::program_error, kind, type, message, tra
                         limit_hint);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::done_frame, ok, value, error);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::call_frame, id, tool, arguments);
-BOOST_HANA_ADAPT_STRUCT(psych::protocol::binding_info, name, description);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::cancel_call_frame, id);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::binding_info, name, description, deferred);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::excluded_builtin, name, reason);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::run_frame, program, filename, bindings, excluded);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::call_error, kind, tool, message);

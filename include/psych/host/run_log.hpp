@@ -1,0 +1,90 @@
+#pragma once
+// The run log: one Run's durable, append-only journal of tool calls, direct and in-program alike.
+// It is the per-Run half of every binding meter: a call is spent when its `call_started` record is
+// durable, whatever happens after, so a worker that dies mid-call cannot hand the next Attempt a
+// fresh allowance. The port lets a deployment put the journal in its own store; the embedded
+// default is a file (open_file_run_log, src/host/file_run_log.cpp; format in docs/run-log.md).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "psych/budget.hpp"
+#include "psych/result.hpp"
+
+namespace psych {
+
+/// A call is about to reach a tool. Written (durably) before the tool is invoked.
+struct call_started {
+  std::string call_id;       ///< unique within the Run
+  std::string execution_id;  ///< the program's execution; empty for a direct call by the model
+  std::string tool;
+  std::uint64_t argument_bytes = 0;
+  friend bool operator==(const call_started&, const call_started&) = default;
+};
+
+/// How a started call ended. Absent for a call that was in flight when its worker died.
+struct call_finished {
+  std::string call_id;
+  std::string outcome;           ///< "ok", or the tool_error_kind's spelling
+  std::uint64_t produced = 0;    ///< bytes the tool made
+  std::uint64_t transfer = 0;    ///< bytes that crossed into the sandbox
+  std::uint64_t preserved = 0;   ///< bytes of the result kept in `value_json` (the recording)
+  std::string value_json;        ///< the recorded result, when it was preserved
+  friend bool operator==(const call_finished&, const call_finished&) = default;
+};
+
+using run_log_record = std::variant<call_started, call_finished>;
+
+/// The port. Implementations must make `append` durable before it returns: the caller invokes
+/// the tool only after a `call_started` was appended.
+class run_log {
+ public:
+  virtual ~run_log() = default;
+  /// Appends one record; durable when it returns successfully.
+  virtual result<void> append(const run_log_record& record) = 0;
+  /// Every record appended so far, in order, including those of earlier processes.
+  virtual result<std::vector<run_log_record>> records() const = 0;
+};
+
+/// One execution's place in its Run: where its calls are journalled, and what the Run had spent
+/// before it started (the log's tally then).
+struct run_account {
+  run_log* log = nullptr;  ///< none: the Run's meters start at `spent_before` and are not durable
+  meter_readings spent_before;
+  std::string execution_id;  ///< names the execution's calls in the log; unique within the Run
+};
+
+/// What a log says was spent, and which calls have no outcome (their worker died mid-call).
+struct run_tally {
+  meter_readings spent;               ///< calls counted from `call_started`, bytes from `call_finished`
+  std::vector<call_started> unknown;  ///< started, never finished: UNKNOWN, counted, never re-run
+};
+
+/// Pure: the tally of a record sequence.
+inline run_tally tally(const std::vector<run_log_record>& records) {
+  run_tally out;
+  std::vector<call_started> open;
+  for (const auto& record : records) {
+    if (const auto* started = std::get_if<call_started>(&record)) {
+      ++out.spent.calls;
+      open.push_back(*started);
+      continue;
+    }
+    const auto& finished = std::get<call_finished>(record);
+    out.spent.produced += finished.produced;
+    out.spent.transfer += finished.transfer;
+    out.spent.preserved += finished.preserved;
+    std::erase_if(open, [&](const call_started& s) { return s.call_id == finished.call_id; });
+  }
+  out.unknown = std::move(open);
+  return out;
+}
+
+/// The embedded default: a file of length-prefixed, checksummed records, fsynced per record.
+/// Creates the file when absent. A torn last record (a crash mid-append) is dropped and the file
+/// truncated to the last whole record; damage before the last record is `run_log_corrupt`.
+result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path);
+
+}  // namespace psych

@@ -1,0 +1,294 @@
+// The embedded default run log: one file per Run, format in docs/run-log.md.
+//
+// Durability rests on three things: a record reaches the file in one write and is fdatasynced
+// before append returns; an exclusive flock keeps a second process from interleaving its own
+// appends (the kernel drops the lock when the holder dies, SIGKILL included); and a reopen
+// tells a crash mid-append (a torn last record, dropped) from damage (anything else, refused).
+#include "psych/host/run_log.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <boost/crc.hpp>
+#include <boost/endian/conversion.hpp>
+#include <boost/hana/adapt_struct.hpp>
+#include <fmt/format.h>
+
+#include "psych/protocol/json.hpp"
+
+namespace psych {
+namespace {
+
+constexpr std::string_view magic = "PSYCHRL1";
+constexpr std::size_t record_header_bytes = 8;  // u32 LE payload length, u32 LE CRC-32 of the payload
+constexpr std::size_t max_payload_bytes = 16u << 20;
+
+// The codec's frames name their `type` and their required members in the struct; these add that
+// to the port's plain records without touching the header other code builds against. Every member
+// is required: this file writes all of them, so an absent one means the record is not ours.
+struct started_record : call_started {
+  static constexpr std::string_view type = "call_started";
+  static constexpr std::array<std::string_view, 4> required_members{"call_id", "execution_id", "tool",
+                                                                    "argument_bytes"};
+};
+struct finished_record : call_finished {
+  static constexpr std::string_view type = "call_finished";
+  static constexpr std::array<std::string_view, 6> required_members{"call_id",  "outcome",   "produced",
+                                                                    "transfer", "preserved", "value_json"};
+};
+
+}  // namespace
+}  // namespace psych
+
+BOOST_HANA_ADAPT_STRUCT(psych::started_record, call_id, execution_id, tool, argument_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::finished_record, call_id, outcome, produced, transfer, preserved, value_json);
+
+namespace psych {
+namespace {
+
+class unique_fd {
+ public:
+  explicit unique_fd(int fd) noexcept : fd_{fd} {}
+  unique_fd(unique_fd&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
+  unique_fd& operator=(unique_fd&&) = delete;
+  ~unique_fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+auto syscall_failure(std::string_view call, const std::string& path) {
+  return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(errno)));
+}
+
+std::string encode_payload(const run_log_record& record) {
+  std::string line = std::visit(
+      [](const auto& r) {
+        using plain = std::remove_cvref_t<decltype(r)>;
+        if constexpr (std::is_same_v<plain, call_started>) return protocol::encode_frame(started_record{r});
+        else return protocol::encode_frame(finished_record{r});
+      },
+      record);
+  line.pop_back();  // encode_frame ends an NDJSON line; the length prefix frames a record instead
+  return line;
+}
+
+result<run_log_record> decode_payload(std::string_view payload) {
+  PSYCH_TRY(auto frame, (protocol::decode_frame<started_record, finished_record>(
+                            payload, protocol::json_bounds{.max_bytes = max_payload_bytes})));
+  if (auto* started = std::get_if<started_record>(&frame)) return run_log_record{static_cast<call_started&&>(*started)};
+  return run_log_record{static_cast<call_finished&&>(std::get<finished_record>(frame))};
+}
+
+std::uint32_t crc_of(std::string_view bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+/// Header and payload in one buffer, so one write carries the whole record.
+std::string framed(std::string_view payload) {
+  std::string out(record_header_bytes, '\0');
+  auto* header = reinterpret_cast<unsigned char*>(out.data());
+  boost::endian::store_little_u32(header, static_cast<std::uint32_t>(payload.size()));
+  boost::endian::store_little_u32(header + 4, crc_of(payload));
+  out.append(payload);
+  return out;
+}
+
+result<void> read_at(int fd, const std::string& path, char* out, std::size_t n, std::uint64_t offset) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return syscall_failure("pread", path);
+    if (got == 0)  // the size came from fstat under our lock: the file shrank under us
+      return failure(error_kind::system_call_failed, fmt::format("pread({}): unexpected end of file", path));
+    out += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return success();
+}
+
+result<void> write_at(int fd, const std::string& path, std::string_view bytes, std::uint64_t offset) {
+  while (!bytes.empty()) {
+    const ssize_t put = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return syscall_failure("pwrite", path);
+    bytes.remove_prefix(static_cast<std::size_t>(put));
+    offset += static_cast<std::uint64_t>(put);
+  }
+  return success();
+}
+
+/// A new file's directory entry is durable only once the directory itself is synced.
+result<void> sync_parent_dir(const std::string& path) {
+  std::string dir = std::filesystem::path{path}.parent_path().string();
+  if (dir.empty()) dir = ".";
+  const unique_fd handle{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (handle.get() < 0) return syscall_failure("open", dir);
+  if (::fsync(handle.get()) != 0) return syscall_failure("fsync", dir);
+  return success();
+}
+
+result<void> write_file_header(int fd, const std::string& path) {
+  PSYCH_TRY(write_at(fd, path, magic, 0));
+  if (::fsync(fd) != 0) return syscall_failure("fsync", path);
+  return sync_parent_dir(path);
+}
+
+struct scanned {
+  std::vector<run_log_record> records;
+  std::uint64_t end = magic.size();  ///< where the last whole record ends
+};
+
+/// Walks the records after the magic. The first bad record is a torn tail when it is the last
+/// bytes of the file and its bytes are incomplete or fail their CRC (what a crash mid-append
+/// leaves); it stops the walk and the caller truncates. Any other bad record is corruption.
+result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
+  scanned out;
+  std::string payload;
+  for (std::size_t number = 1; out.end < size; ++number) {
+    const std::uint64_t at = out.end;
+    const auto corrupt = [&](std::string_view why) {
+      return failure(error_kind::run_log_corrupt, fmt::format("{}: record {} at offset {}: {}", path, number, at, why));
+    };
+    if (size - at < record_header_bytes) break;  // torn: a short header
+    std::array<unsigned char, record_header_bytes> header{};
+    PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(header.data()), header.size(), at));
+    const std::uint32_t length = boost::endian::load_little_u32(header.data());
+    const std::uint32_t stored_crc = boost::endian::load_little_u32(header.data() + 4);
+    // The writer never exceeds the cap, and a crash leaves a prefix of real bytes, so an
+    // oversized length is damage even at the tail.
+    if (length > max_payload_bytes)
+      return corrupt(fmt::format("length {} exceeds the {}-byte record cap", length, max_payload_bytes));
+    const std::uint64_t end = at + record_header_bytes + length;
+    if (end > size) break;  // torn: a short payload
+    payload.resize(length);
+    PSYCH_TRY(read_at(fd, path, payload.data(), length, at + record_header_bytes));
+    if (const std::uint32_t actual = crc_of(payload); actual != stored_crc) {
+      if (end == size) break;  // torn: the last record, partly written
+      return corrupt(fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", stored_crc, actual));
+    }
+    // A record whose CRC holds is exactly what some writer meant, so failing to decode it is never
+    // a torn write: dropping it could silently discard what a newer writer recorded.
+    auto record = decode_payload(payload);
+    if (!record) return corrupt(record.error().message());
+    out.records.push_back(std::move(record).value());
+    out.end = end;
+  }
+  return out;
+}
+
+class file_run_log final : public run_log {
+ public:
+  file_run_log(unique_fd fd, std::string path, scanned contents)
+      : fd_{std::move(fd)}, path_{std::move(path)}, end_{contents.end}, records_{std::move(contents.records)} {}
+
+  // One thread uses a log at a time; the mutex only makes a mistake there harmless.
+  result<void> append(const run_log_record& record) override {
+    const std::string payload = encode_payload(record);
+    if (payload.size() > max_payload_bytes)
+      return failure(error_kind::invalid_argument,
+                     fmt::format("{}: a record of {} bytes exceeds the {}-byte record cap", path_, payload.size(),
+                                 max_payload_bytes));
+    // Kept as a reopen will decode it (the codec repairs invalid UTF-8), so records() never
+    // changes meaning across a restart.
+    PSYCH_TRY(auto stored, decode_payload(payload));
+    const std::string bytes = framed(payload);
+
+    const std::lock_guard lock{mutex_};
+    if (broken_) return failure(error_kind::system_call_failed, broken_.value());
+    auto written = write_at(fd_.get(), path_, bytes, end_);
+    if (written && ::fdatasync(fd_.get()) != 0) written = syscall_failure("fdatasync", path_);
+    if (!written) {
+      undo_partial_append();
+      return written;
+    }
+    end_ += bytes.size();
+    records_.push_back(std::move(stored));
+    return success();
+  }
+
+  result<std::vector<run_log_record>> records() const override {
+    const std::lock_guard lock{mutex_};
+    return records_;
+  }
+
+ private:
+  /// A failed append may have left some of its bytes; the next append must not land after them.
+  /// If they cannot be cut off, the log refuses further appends rather than journal past damage.
+  void undo_partial_append() {
+    if (::ftruncate(fd_.get(), static_cast<off_t>(end_)) == 0) return;
+    broken_ = fmt::format("ftruncate({}): {} (after a failed append; the log takes no more records)", path_,
+                          std::strerror(errno));
+  }
+
+  unique_fd fd_;
+  std::string path_;
+  mutable std::mutex mutex_;
+  std::uint64_t end_;
+  std::vector<run_log_record> records_;
+  std::optional<std::string> broken_;
+};
+
+result<void> lock_exclusively(int fd, const std::string& path) {
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK)
+      return failure(error_kind::system_call_failed,
+                     fmt::format("flock({}): run log is held by another process", path));
+    return syscall_failure("flock", path);
+  }
+  return success();
+}
+
+/// A file shorter than the magic is a creation that never finished (or has not started):
+/// write the magic, provided what is there is a prefix of it and not someone else's file.
+result<void> check_or_write_magic(int fd, const std::string& path, std::uint64_t size) {
+  std::string head(std::min<std::uint64_t>(size, magic.size()), '\0');
+  PSYCH_TRY(read_at(fd, path, head.data(), head.size(), 0));
+  if (!magic.starts_with(head))
+    return failure(error_kind::run_log_corrupt, fmt::format("{}: offset 0: bad magic (not a psych run log)", path));
+  if (head.size() < magic.size()) return write_file_header(fd, path);
+  return success();
+}
+
+}  // namespace
+
+result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path) {
+  unique_fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+  if (fd.get() < 0) return syscall_failure("open", path);
+  PSYCH_TRY(lock_exclusively(fd.get(), path));
+
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return syscall_failure("fstat", path);
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  PSYCH_TRY(check_or_write_magic(fd.get(), path, size));
+
+  PSYCH_TRY(auto contents, scan(fd.get(), path, std::max<std::uint64_t>(size, magic.size())));
+  if (contents.end < size) {  // a torn tail: cut it off so the next append follows a whole record
+    if (::ftruncate(fd.get(), static_cast<off_t>(contents.end)) != 0) return syscall_failure("ftruncate", path);
+    if (::fsync(fd.get()) != 0) return syscall_failure("fsync", path);
+  }
+  return std::unique_ptr<run_log>{std::make_unique<file_run_log>(std::move(fd), path, std::move(contents))};
+}
+
+}  // namespace psych
