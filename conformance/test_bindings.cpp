@@ -20,6 +20,7 @@
 
 #include "backends.hpp"
 #include "invoker.hpp"
+#include "psych/host/blocking_invoker.hpp"
 #include "psych/host/run_code.hpp"
 
 using namespace psych;
@@ -454,6 +455,18 @@ return out
       auto reopened = open_run(sb, catalogue, invoker, *log.value(), {.max_run_calls = 4});
       CHECK(reopened.run_spent().value().calls == 4);
     }
+    SUBCASE("the model's direct calls are in the same log and spend the same Run allowance") {
+      // The runtime journals a direct call as a program's, without an execution id.
+      REQUIRE(log.value()->append(call_started{.call_id = "direct-1", .tool = "echo", .argument_bytes = 2}));
+      REQUIRE(log.value()->append(call_finished{.call_id = "direct-1", .outcome = "ok", .produced = 10}));
+      auto run = open_run(sb, catalogue, invoker, *log.value(), {.max_run_calls = 2});
+      CHECK(run.unknown_calls().empty());
+      const auto r = run.run({.program = three_calls, .terms = conformance::terms_for(sb)});
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      CHECK(r.value->text.starts_with(R"([0,"budget_exhausted: calls: 2 of 2 spent in this Run")"));
+      CHECK(run.run_spent().value().calls == 2);
+      CHECK(run.run_spent().value().produced == 10 + 35);
+    }
     SUBCASE("preserved: the recording of each result counts, per execution") {
       auto run = open_run(sb, catalogue, invoker, *log.value(), {.max_preserved_bytes = 70});
       const auto r = run.run({.program = three_calls, .terms = conformance::terms_for(sb)});
@@ -534,3 +547,47 @@ return out
   });
 }
 #endif
+
+TEST_CASE("bindings: blocking tools on the invoker's own pool; the wall clock holds while one blocks") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    std::atomic<int> running{0}, most{0}, stopped{0};
+    blocking_invoker invoker(
+        [](const tool_call&) { return call_permission::allow(); },
+        [&](const owned_tool_call& call, std::stop_token stop) {
+          const int now = ++running;
+          for (int seen = most; now > seen && !most.compare_exchange_weak(seen, now);) {
+          }
+          std::mutex m;
+          std::condition_variable_any woken;
+          std::unique_lock held(m);
+          const auto limit = call.tool == "sleepy" ? std::chrono::milliseconds(200) : std::chrono::hours(1);
+          woken.wait_for(held, stop, limit, [] { return false; });
+          --running;
+          if (stop.stop_requested()) {
+            ++stopped;
+            return tool_outcome::error(tool_error_kind::cancelled, "stopped");
+          }
+          return tool_outcome::value(call.arguments_json);
+        },
+        4);
+    const std::vector<binding> tools{{"sleepy", ""}, {"blocks", ""}};
+    const auto gathered = sb.run({.program = R"PY(
+import asyncio
+return [r["i"] for r in await asyncio.gather(*(call_tool("sleepy", {"i": i}) for i in range(4)))]
+)PY",
+                                  .terms = conformance::terms_for(sb),
+                                  .bindings = tools,
+                                  .invoker = &invoker});
+    REQUIRE_MESSAGE(gathered.ok(), (gathered.failure ? gathered.failure->message : ""));
+    CHECK(gathered.value->text == "[0,1,2,3]");
+    CHECK(most >= 2);
+    const auto blocked = sb.run({.program = "await call_tool('blocks', {})",
+                                 .terms = conformance::terms_for(sb, {.wall_seconds = 1.0}),
+                                 .bindings = tools,
+                                 .invoker = &invoker});
+    REQUIRE(blocked.failure);
+    CHECK(blocked.failure->kind == failure_kind::timeout);
+    CHECK(blocked.duration_seconds < 5.0);
+    CHECK(stopped == 1);  // the host asked the tool to stop when the execution ended
+  });
+}

@@ -418,13 +418,8 @@ class Calls:
             self.watched = None
 
 
-def running_loop():
-    asyncio = sys.modules.get("asyncio")
-    return asyncio._get_running_loop() if asyncio is not None else None
-
-
 def make_call_tool(excluded):
-    calls = Calls()
+    calls, modules = Calls(), sys.modules
 
     async def call_tool(name, arguments=None):
         """Calls the tool of that model-facing name, whatever characters it has, with a dict of
@@ -437,10 +432,10 @@ def make_call_tool(excluded):
             raise ToolError("malformed_call", name, "arguments must be a dict")
         if name in excluded:
             raise ToolError("excluded_builtin", name, excluded[name])
-        loop = running_loop()
-        if loop is None:
-            return calls.round_trip(name, arguments)
-        return await calls.in_loop(loop, name, arguments)
+        asyncio = modules.get("asyncio")  # per call, not per program: a loop may start at any time
+        if asyncio is not None and (loop := asyncio._get_running_loop()) is not None:
+            return await calls.in_loop(loop, name, arguments)
+        return calls.round_trip(name, arguments)
 
     return call_tool
 
