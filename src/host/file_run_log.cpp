@@ -33,8 +33,12 @@
 namespace psych {
 namespace {
 
-constexpr std::string_view magic = "PSYCHRL1";
-constexpr std::size_t record_header_bytes = 8;  // u32 LE payload length, u32 LE CRC-32 of the payload
+constexpr std::string_view magic = "PSYCHRL2";
+constexpr std::string_view magic_v1 = "PSYCHRL1";  // never shipped; refused, not migrated
+// u32 LE payload length, u32 LE bitwise complement of that length, u32 LE CRC-32 of the payload.
+// The complement makes the length self-checking: a crash leaves only a prefix of a header written
+// whole, so a complete header whose two length fields disagree is damage, never a torn write.
+constexpr std::size_t record_header_bytes = 12;
 constexpr std::size_t max_payload_bytes = 16u << 20;
 
 // The codec's frames name their `type` and their required members in the struct; these add that
@@ -107,8 +111,10 @@ std::uint32_t crc_of(std::string_view bytes) {
 std::string framed(std::string_view payload) {
   std::string out(record_header_bytes, '\0');
   auto* header = reinterpret_cast<unsigned char*>(out.data());
-  boost::endian::store_little_u32(header, static_cast<std::uint32_t>(payload.size()));
-  boost::endian::store_little_u32(header + 4, crc_of(payload));
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  boost::endian::store_little_u32(header, length);
+  boost::endian::store_little_u32(header + 4, ~length);
+  boost::endian::store_little_u32(header + 8, crc_of(payload));
   out.append(payload);
   return out;
 }
@@ -160,7 +166,8 @@ struct scanned {
 };
 
 /// Walks the records after the magic. The first bad record is a torn tail when it is the last
-/// bytes of the file and its bytes are incomplete or fail their CRC (what a crash mid-append
+/// bytes of the file and its header is short, or its header is whole and self-consistent but its
+/// payload is short or, ending exactly at end of file, fails its CRC (what a crash mid-append
 /// leaves); it stops the walk and the caller truncates. Any other bad record is corruption.
 result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
   scanned out;
@@ -174,9 +181,13 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
     std::array<unsigned char, record_header_bytes> header{};
     PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(header.data()), header.size(), at));
     const std::uint32_t length = boost::endian::load_little_u32(header.data());
-    const std::uint32_t stored_crc = boost::endian::load_little_u32(header.data() + 4);
-    // The writer never exceeds the cap, and a crash leaves a prefix of real bytes, so an
-    // oversized length is damage even at the tail.
+    const std::uint32_t complement = boost::endian::load_little_u32(header.data() + 4);
+    const std::uint32_t stored_crc = boost::endian::load_little_u32(header.data() + 8);
+    // A crash leaves a prefix of real bytes, so a whole header is exactly what the writer wrote:
+    // disagreeing length fields, or a length over the cap the writer keeps, are damage even at
+    // the tail. Only once the length is trusted may a payload past end of file mean a torn write.
+    if (complement != static_cast<std::uint32_t>(~length))
+      return corrupt(fmt::format("length field {:08x} and its complement {:08x} disagree", length, complement));
     if (length > max_payload_bytes)
       return corrupt(fmt::format("length {} exceeds the {}-byte record cap", length, max_payload_bytes));
     const std::uint64_t end = at + record_header_bytes + length;
@@ -265,6 +276,9 @@ result<void> lock_exclusively(int fd, const std::string& path) {
 result<void> check_or_write_magic(int fd, const std::string& path, std::uint64_t size) {
   std::string head(std::min<std::uint64_t>(size, magic.size()), '\0');
   PSYCH_TRY(read_at(fd, path, head.data(), head.size(), 0));
+  if (head == magic_v1)
+    return failure(error_kind::run_log_corrupt,
+                   fmt::format("{}: offset 0: run log format 1 is not read by this version", path));
   if (!magic.starts_with(head))
     return failure(error_kind::run_log_corrupt, fmt::format("{}: offset 0: bad magic (not a psych run log)", path));
   if (head.size() < magic.size()) return write_file_header(fd, path);

@@ -103,14 +103,36 @@ void write_raw(const std::string& path, const std::string& bytes, std::ios::open
   REQUIRE(file.good());
 }
 
+constexpr std::uint64_t magic_bytes = 8;
+constexpr std::uint64_t header_bytes = 12;  // length, its complement, CRC
+
+std::uint32_t crc_of(const std::string& bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+/// A record header from its three fields, which need not agree.
+std::string header(std::uint32_t length, std::uint32_t complement, std::uint32_t crc) {
+  std::array<unsigned char, header_bytes> bytes{};
+  boost::endian::store_little_u32(bytes.data(), length);
+  boost::endian::store_little_u32(bytes.data() + 4, complement);
+  boost::endian::store_little_u32(bytes.data() + 8, crc);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
 /// A record framed as docs/run-log.md says, for payloads the log itself would never write.
 std::string framed(const std::string& payload) {
-  boost::crc_32_type crc;
-  crc.process_bytes(payload.data(), payload.size());
-  std::array<unsigned char, 8> header{};
-  boost::endian::store_little_u32(header.data(), static_cast<std::uint32_t>(payload.size()));
-  boost::endian::store_little_u32(header.data() + 4, crc.checksum());
-  return std::string{reinterpret_cast<const char*>(header.data()), header.size()} + payload;
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  return header(length, ~length, crc_of(payload)) + payload;
+}
+
+/// A record as format 1 framed it: length and CRC only.
+std::string framed_v1(const std::string& payload) {
+  std::array<unsigned char, 8> bytes{};
+  boost::endian::store_little_u32(bytes.data(), static_cast<std::uint32_t>(payload.size()));
+  boost::endian::store_little_u32(bytes.data() + 4, crc_of(payload));
+  return std::string{reinterpret_cast<const char*>(bytes.data()), bytes.size()} + payload;
 }
 
 call_started started(std::string id) { return {std::move(id), "exec-1", "search", 42}; }
@@ -214,11 +236,13 @@ TEST_CASE("run log: a torn last record is dropped, the file cut back, and the lo
   const auto last_bytes = ends[2] - ends[1];
   std::uint64_t cut = 0;
   SUBCASE("one byte short") { cut = 1; }
-  SUBCASE("the CRC's width short") { cut = 4; }
-  SUBCASE("a header's width short") { cut = 8; }
-  SUBCASE("mid-payload") { cut = (last_bytes - 8) / 2; }
-  SUBCASE("the header alone") { cut = last_bytes - 8; }
-  SUBCASE("part of the header") { cut = last_bytes - 3; }
+  SUBCASE("a header's width short") { cut = header_bytes; }
+  SUBCASE("mid-payload") { cut = (last_bytes - header_bytes) / 2; }
+  SUBCASE("the header alone") { cut = last_bytes - header_bytes; }
+  SUBCASE("the header but one byte of its CRC") { cut = last_bytes - (header_bytes - 1); }
+  SUBCASE("length and complement, no CRC") { cut = last_bytes - 8; }
+  SUBCASE("the length alone") { cut = last_bytes - 4; }
+  SUBCASE("part of the length") { cut = last_bytes - 3; }
   CAPTURE(cut);
   REQUIRE(cut < last_bytes);
   fs::resize_file(path, ends[2] - cut);
@@ -244,11 +268,11 @@ TEST_CASE("run log: a flipped byte is a torn tail in the last record and corrupt
     CHECK(size_of(path) == ends[1]);
   }
   SUBCASE("in the first record's payload") {
-    flip_byte(path, 8 + 8 + 3);
+    flip_byte(path, magic_bytes + header_bytes + 3);
     check_corrupt(path, "record 1 at offset 8: CRC mismatch");
   }
   SUBCASE("in the second record's CRC") {
-    flip_byte(path, ends[0] + 5);
+    flip_byte(path, ends[0] + 9);
     check_corrupt(path, "record 2 at offset " + std::to_string(ends[0]) + ": CRC mismatch");
   }
 }
@@ -257,11 +281,39 @@ TEST_CASE("run log: a length over the record cap is corruption even at the tail"
   const temp_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
-  std::array<unsigned char, 4> huge{};
-  boost::endian::store_little_u32(huge.data(), (16u << 20) + 1);
+  constexpr std::uint32_t huge = (16u << 20) + 1;
   fs::resize_file(path, ends[1]);
-  write_raw(path, std::string{reinterpret_cast<const char*>(huge.data()), 4} + "abcd", std::ios::app);
+  write_raw(path, header(huge, ~huge, 0) + "abcd", std::ios::app);
   check_corrupt(path, "record 3 at offset " + std::to_string(ends[1]) + ": length 16777217 exceeds");
+}
+
+TEST_CASE("run log: a damaged length is corruption, even when it points past end of file") {
+  // Format 1 took this for a torn tail and silently dropped records 2 and 3.
+  const temp_dir dir;
+  const auto path = dir.file("run.log");
+  const auto ends = three_records(path);
+  SUBCASE("a bit flipped in the length") { flip_byte(path, magic_bytes + 2); }  // + 2 MiB: past end of file
+  SUBCASE("a bit flipped in the complement") { flip_byte(path, magic_bytes + 4 + 2); }
+  CHECK(size_of(path) < magic_bytes + header_bytes + (2u << 20));
+  check_corrupt(path, "record 1 at offset 8: length field ");
+  check_corrupt(path, "and its complement ");
+  CHECK(size_of(path) == ends[2]);
+}
+
+TEST_CASE("run log: a whole header whose length fields disagree is corruption even at the tail") {
+  const temp_dir dir;
+  const auto path = dir.file("run.log");
+  const auto ends = three_records(path);
+  const std::string payload =
+      R"({"type":"call_started","call_id":"c3","execution_id":"","tool":"t","argument_bytes":1})";
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  const auto crc = crc_of(payload);
+  SUBCASE("payload complete") { write_raw(path, header(length, ~length ^ 1u, crc) + payload, std::ios::app); }
+  SUBCASE("payload short") { write_raw(path, header(length, ~length ^ 1u, crc) + "{", std::ios::app); }
+  SUBCASE("no payload, the complement a copy of the length") {
+    write_raw(path, header(length, length, crc), std::ios::app);
+  }
+  check_corrupt(path, "record 4 at offset " + std::to_string(ends[2]) + ": length field ");
 }
 
 TEST_CASE("run log: a whole record that is not ours is corruption, never a torn tail") {
@@ -284,8 +336,17 @@ TEST_CASE("run log: the header magic") {
   const temp_dir dir;
   const auto path = dir.file("run.log");
   SUBCASE("a bad magic is corruption") {
-    write_raw(path, "PSYCHRL2" + framed(R"({"type":"call_started"})"));
+    write_raw(path, "PSYCHRL9" + framed(R"({"type":"call_started"})"));
     check_corrupt(path, "bad magic");
+  }
+  SUBCASE("a format 1 log is refused, not migrated") {
+    write_raw(path, "PSYCHRL1" + framed_v1(R"({"type":"call_started","call_id":"c1","execution_id":"",)"
+                                           R"("tool":"t","argument_bytes":1})"));
+    check_corrupt(path, "offset 0: run log format 1 is not read by this version");
+  }
+  SUBCASE("an empty format 1 log is refused too") {
+    write_raw(path, "PSYCHRL1");
+    check_corrupt(path, "run log format 1 is not read by this version");
   }
   SUBCASE("a short file that is not a prefix of the magic is not ours") {
     write_raw(path, "{}\n");
