@@ -8,6 +8,7 @@
 //   delete_all  needs a person's approval; `deleted` counts the times its effect happened;
 //   forbidden   is refused by the tenant's policy;
 //   big         answers with a string of arguments["size"] bytes;
+//   rows        answers {"rows": [{"i": 0, "name": "row 0"}, ...]} with arguments["count"] rows;
 //   timeout, unknown_outcome  fail with those kinds, as a runtime's transport would.
 #include <atomic>
 #include <chrono>
@@ -70,6 +71,14 @@ class recording_invoker final : public psych::tool_invoker {
       const auto at = arguments.find("\"size\":");
       const auto size = at == std::string::npos ? 0 : std::stoul(arguments.substr(at + 7));
       return done(psych::tool_outcome::value("\"" + std::string(size, 'x') + "\""));
+    }
+    if (tool == "rows") {
+      const auto at = arguments.find("\"count\":");
+      const auto count = at == std::string::npos ? 0 : std::stoul(arguments.substr(at + 8));
+      std::string rows = "{\"rows\":[";
+      for (unsigned long i = 0; i < count; ++i)
+        rows += (i ? ",{\"i\":" : "{\"i\":") + std::to_string(i) + ",\"name\":\"row " + std::to_string(i) + "\"}";
+      return done(psych::tool_outcome::value(rows + "]}"));
     }
     done(echo(tool, arguments));
   }

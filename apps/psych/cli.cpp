@@ -31,6 +31,12 @@ const char* const run_usage =
     "  --memory-bytes N          memory (address space) limit; K, M, G suffixes allowed\n"
     "  --file-size-bytes N       largest file the program may write; K, M, G allowed\n"
     "  --process-count N         processes and threads, the interpreter included\n"
+    "  --preview-bytes N         per stream, what the result's previews show (default 4000)\n"
+    "  --max-output-bytes N      per stream, what is captured at all (default 8M); the rest is counted\n"
+    "  --blob-dir DIR            preserve outputs and artifacts in a BlobStore at DIR (handles in the result)\n"
+    "  --tenant NAME             whose blobs they are (default: default)\n"
+    "  --preserve MODE           when_available (default) or required: fail when nothing can preserve\n"
+    "  --collect-artifacts       return the files the program leaves in its workspace\n"
     "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
     "  --config FILE             deployment settings as JSON: python_bin, default_limits, env_allowlist,\n"
     "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root, backend\n"
@@ -83,8 +89,8 @@ result<command> parse_run(std::span<const std::string_view> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto arg = args[i];
     if (arg == "--help" || arg == "-h") return command{help_command{run_usage}};
-    if (arg == "--json" || arg == "--allow-same-uid") {
-      (arg == "--json" ? run.json : run.allow_same_uid) = true;
+    if (arg == "--json" || arg == "--allow-same-uid" || arg == "--collect-artifacts") {
+      (arg == "--json" ? run.json : arg == "--allow-same-uid" ? run.allow_same_uid : run.collect_artifacts) = true;
       continue;
     }
     if (arg.starts_with("--")) {
@@ -115,6 +121,22 @@ result<command> parse_run(std::span<const std::string_view> args) {
       } else if (arg == "--process-count") {
         PSYCH_TRY(auto parsed, parse_count(arg, value, false));
         run.limits.process_count = parsed;
+      } else if (arg == "--preview-bytes") {
+        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
+        run.output.preview_bytes = parsed;
+      } else if (arg == "--max-output-bytes") {
+        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
+        run.output.max_bytes = parsed;
+      } else if (arg == "--preserve") {
+        const auto preserve = parse_enum<output_preservation>(value);
+        if (!preserve)
+          return failure(error_kind::invalid_argument,
+                         fmt::format("--preserve is required or when_available, got '{}'", value));
+        run.output.preserve = *preserve;
+      } else if (arg == "--blob-dir") {
+        run.blob_dir = std::string(value);
+      } else if (arg == "--tenant") {
+        run.tenant = std::string(value);
       } else {
         return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych run --help)", arg));
       }

@@ -18,6 +18,10 @@ struct run_command {
   bool allow_same_uid = false;
   std::string config_path;  ///< empty: none
   std::string backend;      ///< empty: the strongest local backend that reaches `isolation`
+  output_policy output;
+  bool collect_artifacts = false;
+  std::string blob_dir;  ///< empty: no BlobStore (previews only)
+  std::string tenant = "default";
 };
 
 struct describe_command {

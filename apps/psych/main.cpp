@@ -107,6 +107,15 @@ void print_text(const sandbox_result& r) {
     fmt::print("  {:<14} {}\n", boost::hana::to<char const*>(boost::hana::first(field)),
                name_of(boost::hana::second(field)(r.guarantees)));
   });
+  for (const auto& a : r.attachments)
+    if (a.location == attachment_location::blob || a.name.starts_with("artifact:"))
+      fmt::print("attachment: {} ({} bytes, {}{})\n", a.name, a.size_bytes, name_of(a.location),
+                 a.handle.empty() ? "" : ", " + a.handle);
+  if (r.artifacts_omitted) {
+    fmt::print("artifacts omitted: {}", r.artifacts_omitted);
+    for (const auto& [reason, count] : r.artifacts_omitted_by_reason) fmt::print("  {} {}", reason, count);
+    fmt::print("\n");
+  }
   for (const auto& problem : r.problems) fmt::print("problem: {}\n", problem);
 }
 
@@ -140,10 +149,20 @@ int run(const cli::run_command& command) {
       fmt::print("refused: {}: {}\n", name_of(refusal->reason), refusal->message);
     return refused;
   }
+  std::unique_ptr<directory_blob_store> blobs;
+  if (!command.blob_dir.empty()) {
+    auto opened = open_directory_blob_store(command.blob_dir);
+    if (!opened) return fail_usage(opened.error());
+    blobs = std::move(opened).value();
+  }
+  auto terms = std::get<execution_terms>(decision);
+  terms.output = command.output;
+  if (command.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
   signal_canceller canceller;
   const auto result = sandbox.value()->run(
-      {.program = std::move(program).value(), .terms = std::get<execution_terms>(decision),
-       .filename = command.program_path == "-" ? "<stdin>" : command.program_path},
+      {.program = std::move(program).value(), .terms = terms,
+       .filename = command.program_path == "-" ? "<stdin>" : command.program_path, .blobs = blobs.get(),
+       .tenant = command.tenant},
       canceller.token());
   if (command.json) fmt::print("{}\n", host::result_to_json(result));
   else print_text(result);

@@ -75,6 +75,17 @@ enum class error_kind {
   // --- the run log ---
   /// A run log whose records are damaged before its last one (a torn last record is tolerated).
   run_log_corrupt,
+
+  // --- preserved output ---
+  /// No blob of that handle for this tenant (another tenant's handle is exactly this too).
+  blob_not_found,
+  /// A stored blob that no longer matches its content address, or a store that cannot be used.
+  blob_store_failed,
+  /// A read_tool_output pattern refused before any search: invalid, too long, or too complex for
+  /// the engine's memory budget (the detail says which).
+  output_pattern_rejected,
+  /// A read_tool_output window wider than its byte ceiling; ask for fewer lines.
+  output_window_too_large,
 };
 
 PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_frames",
@@ -84,7 +95,8 @@ PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_fr
                  "frame_missing_member", "frame_bad_enum", "frame_number_out_of_range",
                  "frame_out_of_sequence", "invalid_limit", "invalid_argument", "unreadable_file",
                  "sandbox_setup", "launcher_unavailable", "interpreter_unavailable",
-                 "system_call_failed", "run_log_corrupt");
+                 "system_call_failed", "run_log_corrupt", "blob_not_found", "blob_store_failed",
+                 "output_pattern_rejected", "output_window_too_large");
 
 struct error {
   error_kind kind;

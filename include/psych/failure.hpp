@@ -42,10 +42,14 @@ enum class failure_kind {
   /// A remote backend failed (a non-200, a stream that ended early, a
   /// malformed frame). Never retried.
   provider_error,
+  /// OutputPolicy.preserve is REQUIRED and the bytes could not be preserved: no BlobStore is
+  /// wired (refused before anything ran), or the store failed (the captured bytes are still in
+  /// the result's data fields).
+  preservation_unavailable,
 };
 PSYCH_ENUM_NAMES(failure_kind, "exception", "syntax_error", "value_not_serializable", "timeout",
                  "cancelled", "limit_exceeded", "crashed", "protocol_violation",
-                 "isolation_unavailable", "launch_failed", "provider_error");
+                 "isolation_unavailable", "launch_failed", "provider_error", "preservation_unavailable");
 
 struct sandbox_failure {
   failure_kind kind = failure_kind::crashed;

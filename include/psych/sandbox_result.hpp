@@ -3,10 +3,12 @@
 // C++ cannot name a member `stdout` (a C macro), so the previews are
 // stdout_preview / stderr_preview here and "stdout" / "stderr" in JSON.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "psych/attachment.hpp"
 #include "psych/budget.hpp"
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
@@ -20,6 +22,7 @@ namespace psych {
 struct artifact {
   std::string path;
   std::uint64_t size_bytes = 0;
+  std::string data;  ///< the file's bytes (the attachment carries the model's view of them)
   friend bool operator==(const artifact&, const artifact&) = default;
 };
 
@@ -31,6 +34,10 @@ struct sandbox_result {
   std::optional<sandbox_failure> failure;
   std::vector<artifact> artifacts;
   std::uint64_t artifacts_omitted = 0;
+  /// Each omitted workspace entry's reason, counted (symlink, hardlink, device, fifo, ...).
+  std::map<std::string, std::uint64_t> artifacts_omitted_by_reason;
+  /// stdout, stderr, the value and each collected artifact, as the model's payload carries them.
+  std::vector<result_attachment> attachments;
   double duration_seconds = 0;
   std::optional<limit_name> limit_hit;  ///< the cap that ended it; nullopt on a clean end or a plain error
   bool cancelled = false;

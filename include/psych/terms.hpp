@@ -14,6 +14,7 @@
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
 #include "psych/limits.hpp"
+#include "psych/artifacts.hpp"
 #include "psych/output.hpp"
 
 namespace psych {
@@ -40,6 +41,7 @@ struct code_execution_request {
   code_execution_limits limits;                           ///< requests; absent = the profile's
   network_access network = network_access::none;
   std::optional<output_policy> output;
+  std::optional<artifact_policy> artifacts;
 };
 
 /// The deployment's word on one profile.
@@ -53,6 +55,7 @@ struct execution_terms {
   sandbox_limits limits;
   network_access network = network_access::none;
   output_policy output;
+  artifact_policy artifacts;
   friend bool operator==(const execution_terms&, const execution_terms&) = default;
 };
 
@@ -87,6 +90,7 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
   narrow(terms.limits, asked.limits);
   if (profile.hard_limits) narrow(terms.limits, *profile.hard_limits);
   if (asked.output) terms.output = *asked.output;
+  if (asked.artifacts) terms.artifacts = *asked.artifacts;
   return terms;
 }
 

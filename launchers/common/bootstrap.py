@@ -329,6 +329,28 @@ class ToolError(Exception):
         return f"{self.kind}: {self.tool}: {self.args[0] if self.args else ''}"
 
 
+class ToolResultHandle:
+    """A result too large to hand over whole, preserved on the host. Read it in windows of its
+    text (the result pretty-printed): `await handle.read(offset=0, limit=100)` for lines, or
+    `pattern="regex"` to search. A window wider than the per-call ceiling is refused with
+    binding_result_too_large: ask for fewer lines."""
+
+    __slots__ = ("handle", "size", "lines", "tool", "_call_tool")
+
+    def __init__(self, tool, info, call_tool):
+        self.tool, self._call_tool = tool, call_tool
+        self.handle, self.size, self.lines = info.get("handle"), info.get("size_bytes"), info.get("lines")
+
+    async def read(self, offset=0, limit=100, pattern=None):
+        arguments = {"handle": self.handle, "offset": offset, "limit": limit}
+        if pattern is not None:
+            arguments["pattern"] = pattern
+        return await self._call_tool("read_tool_output", arguments)
+
+    def __repr__(self):
+        return f"<ToolResultHandle of {self.tool}: {self.size} bytes, {self.lines} lines>"
+
+
 def tool_error_of(reply, name):
     error = reply.get("error") if type(reply.get("error")) is dict else {}
     return ToolError(error.get("kind", "tool_failed"), error.get("tool", name), error.get("message", ""))
@@ -342,6 +364,7 @@ class Calls:
     program gives up on is cancelled on the host."""
 
     def __init__(self):
+        self.call_tool = None  # for the handles results may come as
         self.next_id = 0
         self.waiting = {}      # id -> (future, name), under asyncio
         self.abandoned = set()  # ids whose result nobody waits for any more
@@ -368,9 +391,10 @@ class Calls:
                 raise ProtocolError(f"expected the result of call {call_id}, got one for {reply.get('id')!r}")
             self.abandoned.discard(reply.get("id"))
 
-    @staticmethod
-    def settle(reply, name):
+    def settle(self, reply, name):
         if reply.get("ok") is True:
+            if type(reply.get("handle")) is dict:
+                return ToolResultHandle(name, reply["handle"], self.call_tool)
             return reply.get("value")
         raise tool_error_of(reply, name)
 
@@ -437,6 +461,7 @@ def make_call_tool(excluded):
             return await calls.in_loop(loop, name, arguments)
         return calls.round_trip(name, arguments)
 
+    calls.call_tool = call_tool
     return call_tool
 
 
@@ -451,7 +476,17 @@ def make_builtins(call_tool):
         a deferred tool's arguments."""
         return await call_tool("get_tool_info", {"name": name})
 
-    return {"list_tools": list_tools, "get_tool_info": get_tool_info}
+    async def read_tool_output(handle, offset=0, limit=100, pattern=None):
+        """A window of a result this program's own call received as a ToolResultHandle: lines
+        from `offset`, at most `limit`, or only those matching `pattern`."""
+        if isinstance(handle, ToolResultHandle):
+            return await handle.read(offset, limit, pattern)
+        arguments = {"handle": handle, "offset": offset, "limit": limit}
+        if pattern is not None:
+            arguments["pattern"] = pattern
+        return await call_tool("read_tool_output", arguments)
+
+    return {"list_tools": list_tools, "get_tool_info": get_tool_info, "read_tool_output": read_tool_output}
 
 
 def make_alias(call_tool, name):
@@ -468,7 +503,8 @@ def bind_tools(namespace, bindings, excluded):
     names = sorted({b["name"] for b in bindings if type(b) is dict and type(b.get("name")) is str})
     excluded = {e["name"]: e.get("reason", "") for e in excluded if type(e) is dict and type(e.get("name")) is str}
     call_tool = make_call_tool(excluded)
-    namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError, **make_builtins(call_tool))
+    namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError, ToolResultHandle=ToolResultHandle,
+                     **make_builtins(call_tool))
     if names:
         import keyword
         for name in names:

@@ -9,7 +9,12 @@
 #include <fmt/format.h>
 
 #include "psych/builtins.hpp"
+#include "psych/host/output_reader.hpp"
 #include "psych/protocol/json.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
 
 namespace psych::host::builtin_args {
 /// list_tools' arguments: a window of the sorted bindings.
@@ -32,6 +37,12 @@ struct tool_list {
   std::int64_t total = 0;
   std::optional<std::int64_t> next_offset;
 };
+struct read_tool_output {
+  std::string handle;
+  std::optional<std::uint64_t> offset;
+  std::optional<std::uint64_t> limit;
+  std::optional<std::string> pattern;
+};
 struct tool_info {
   std::string name;
   std::string description;
@@ -45,6 +56,9 @@ BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::get_tool_info, name);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::listed_tool, name, description, deferred);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_list, tools, total, next_offset);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_info, name, description, deferred, input_schema);
+BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::read_tool_output, handle, offset, limit, pattern);
+BOOST_HANA_ADAPT_STRUCT(psych::output_line, number, text);
+BOOST_HANA_ADAPT_STRUCT(psych::output_window, lines, total_lines, total_bytes, next_offset, line_truncated);
 
 namespace psych::host {
 
@@ -113,7 +127,7 @@ binding_gateway::admission binding_gateway::admit(const protocol::call_frame& ca
   if (const auto reason = exclusion_reason(call.tool))
     return refused(call, tool_error_kind::excluded_builtin, std::string(*reason));
   const auto rule = builtin_named(call.tool);
-  const bool callable_builtin = rule && setup_.invoker && call.tool != "read_tool_output";
+  const bool callable_builtin = rule && setup_.invoker && (call.tool != "read_tool_output" || setup_.blobs);
   if (!callable_builtin && !find(call.tool)) {
     if (std::ranges::find(setup_.unavailable, call.tool) != setup_.unavailable.end())
       return refused(call, tool_error_kind::unavailable_binding,
@@ -178,6 +192,7 @@ protocol::result_frame binding_gateway::builtin_answer(const protocol::call_fram
     if (offset + limit < total) list.next_offset = offset + limit;
     return complete(admitted, tool_outcome::value(protocol::encode_json(list)));
   }
+  if (call.tool == "read_tool_output") return read_window(call, admitted);
   auto asked = protocol::decode_json<builtin_args::get_tool_info>(call.arguments.text);
   if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
   const binding* tool = find(asked.value().name);
@@ -211,12 +226,16 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
   };
   if (produced_out)
     return refuse(tool_error_kind::budget_exhausted, budget_message(*produced_out, budget, spent_, run_spent()));
-  // No BlobStore yet: a result over the per-call ceiling cannot be paged, so it is refused whole.
-  if (size > budget.max_result_bytes.value)
-    return refuse(tool_error_kind::binding_result_not_paged,
-                  fmt::format("result_bytes: the result is {} bytes, the ceiling per call is {}, and it was not "
-                              "preserved for paging",
-                              size, budget.max_result_bytes.value));
+  // Over the per-call ceiling: preserved and handed over as a handle to page through, or, with
+  // nowhere to preserve it, refused whole; never truncated.
+  if (size > budget.max_result_bytes.value) {
+    if (!setup_.blobs)
+      return refuse(tool_error_kind::binding_result_not_paged,
+                    fmt::format("result_bytes: the result is {} bytes, the ceiling per call is {}, and no BlobStore "
+                                "is wired to preserve it for paging",
+                                size, budget.max_result_bytes.value));
+    return hand_over_handle(call, outcome.value_json);
+  }
   // The recording keeps the value in the log: that is what `preserved` counts, where there is a log.
   const std::uint64_t kept = setup_.run.log ? size : 0;
   if (const auto out = exhausted_by(budget, spent_, run_spent(), {.transfer = size, .preserved = kept}))
@@ -233,6 +252,85 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
   spent_.transfer += size;
   spent_.preserved += kept;
   return {.id = call.id, .ok = true, .value = std::move(value).value(), .error = std::nullopt};
+}
+
+namespace {
+
+/// The preserved form of a large result: pretty-printed, so that line windows and patterns find
+/// its members instead of one enormous line. Nullopt when the text is not one JSON value.
+std::optional<std::string> pretty_printed(const std::string& json) {
+  rapidjson::Document document;
+  document.Parse<rapidjson::kParseStopWhenDoneFlag>(json.data(), json.size());
+  if (document.HasParseError()) return std::nullopt;
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
+  writer.SetIndent(' ', 1);
+  document.Accept(writer);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+protocol::result_frame binding_gateway::hand_over_handle(const admitted_call& call, const std::string& value_json) {
+  const auto& budget = setup_.budget;
+  const std::uint64_t size = value_json.size();
+  const auto refuse = [&](tool_error_kind kind, std::string message) {
+    journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind)), .produced = size});
+    return refused(call.id, call.tool, kind, std::move(message));
+  };
+  if (auto valid = protocol::decode_json<json_text>(value_json); !valid)
+    return refuse(tool_error_kind::tool_failed,
+                  fmt::format("the tool's result is not one JSON value: {}", valid.error().message()));
+  const auto text = pretty_printed(value_json);
+  if (!text) return refuse(tool_error_kind::tool_failed, "the tool's result could not be re-read for preserving");
+  if (const auto out = exhausted_by(budget, spent_, run_spent(), {.preserved = text->size()}))
+    return refuse(tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
+  auto stored = setup_.blobs->put(setup_.tenant, "application/json", *text);
+  if (!stored)
+    return refuse(tool_error_kind::binding_result_not_paged,
+                  fmt::format("result_bytes: the result is {} bytes, over the ceiling of {}, and preserving it "
+                              "failed: {}",
+                              size, budget.max_result_bytes.value, stored.error().message()));
+  const protocol::result_handle handle{.handle = stored.value().handle,
+                                       .size_bytes = text->size(),
+                                       .lines = static_cast<std::uint64_t>(std::count(text->begin(), text->end(), '\n')) + 1};
+  const auto handle_json = protocol::encode_json(handle);
+  if (const auto out = exhausted_by(budget, spent_, run_spent(), {.transfer = handle_json.size()}))
+    return refuse(tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
+  // The call is the success it was: recorded with the handle it became.
+  if (!journal(call_finished{.call_id = call.call_id, .outcome = "ok", .produced = size,
+                             .transfer = handle_json.size(), .preserved = text->size(), .value_json = handle_json}))
+    return refused(call.id, call.tool, tool_error_kind::cancelled,
+                   "the run log could not record the result, so it is not handed over");
+  spent_.transfer += handle_json.size();
+  spent_.preserved += text->size();
+  own_handles_.insert(handle.handle);
+  return {.id = call.id, .ok = true, .value = std::nullopt, .error = std::nullopt, .handle = handle};
+}
+
+protocol::result_frame binding_gateway::read_window(const protocol::call_frame& call, const admitted_call& admitted) {
+  auto asked = protocol::decode_json<builtin_args::read_tool_output>(call.arguments.text);
+  if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
+  const auto& request = asked.value();
+  // Only what this program's own calls produced: a handle is not a capability to another's bytes.
+  if (!own_handles_.contains(request.handle))
+    return refuse_admitted(admitted, tool_error_kind::denied,
+                           "read_tool_output reads only handles this program's own calls produced");
+  auto info = setup_.blobs->stat(setup_.tenant, request.handle);
+  auto bytes = info ? setup_.blobs->read(setup_.tenant, request.handle, 0, info.value().size_bytes)
+                    : result<std::string>(info.error());
+  if (!bytes) return refuse_admitted(admitted, tool_error_kind::tool_failed, bytes.error().message());
+  const output_request window{.offset = request.offset.value_or(0),
+                              .limit = request.limit.value_or(100),
+                              .pattern = request.pattern};
+  const output_bounds bounds{.max_bytes = setup_.budget.max_result_bytes.value, .cut_to_fit = false};
+  auto read = read_output(bytes.value(), window, bounds);
+  if (!read) {
+    const auto kind = read.error().kind == error_kind::output_window_too_large ? tool_error_kind::binding_result_too_large
+                                                                                : tool_error_kind::malformed_call;
+    return refuse_admitted(admitted, kind, read.error().message());
+  }
+  return complete(admitted, tool_outcome::value(protocol::encode_json(read.value())));
 }
 
 void binding_gateway::abandon(const admitted_call& call, const tool_outcome& outcome) {

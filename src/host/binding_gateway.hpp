@@ -6,12 +6,14 @@
 // it is spent), asks the policy, and answers the callable built-ins itself; what is left is the
 // invoker's. `complete` meters and logs what the tool produced and builds the answer.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "psych/budget.hpp"
 #include "psych/host/bindings.hpp"
+#include "psych/host/blob_store.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/protocol/frames.hpp"
 
@@ -23,6 +25,8 @@ struct gateway_setup {
   tool_invoker* invoker = nullptr;       ///< none: nothing is offered
   binding_budget budget;
   run_account run;
+  blob_store* blobs = nullptr;  ///< where results over the transfer ceiling are preserved for paging
+  std::string tenant = "default";
 };
 
 /// A call that passed every check and is logged as started: the invoker's now.
@@ -59,6 +63,8 @@ class binding_gateway {
 
  private:
   protocol::result_frame builtin_answer(const protocol::call_frame& call, const admitted_call& admitted);
+  protocol::result_frame hand_over_handle(const admitted_call& call, const std::string& value_json);
+  protocol::result_frame read_window(const protocol::call_frame& call, const admitted_call& admitted);
   protocol::result_frame refuse_admitted(const admitted_call& call, tool_error_kind kind, std::string message);
   bool journal(const run_log_record& record);
   const binding* find(std::string_view name) const;
@@ -66,6 +72,7 @@ class binding_gateway {
   gateway_setup setup_;  ///< offered sorted by name, no duplicates
   meter_readings spent_;
   std::vector<std::string> problems_;
+  std::set<std::string> own_handles_;  ///< handles this program's own calls produced
 };
 
 }  // namespace psych::host

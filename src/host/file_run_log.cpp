@@ -4,6 +4,7 @@
 // before append returns; an exclusive flock keeps a second process from interleaving its own
 // appends (the kernel drops the lock when the holder dies, SIGKILL included); and a reopen
 // tells a crash mid-append (a torn last record, dropped) from damage (anything else, refused).
+#include "unique_fd.hpp"
 #include "psych/host/run_log.hpp"
 
 #include <fcntl.h>
@@ -64,19 +65,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::finished_record, call_id, outcome, produced, tran
 namespace psych {
 namespace {
 
-class unique_fd {
- public:
-  explicit unique_fd(int fd) noexcept : fd_{fd} {}
-  unique_fd(unique_fd&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
-  unique_fd& operator=(unique_fd&&) = delete;
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
+using host::unique_fd;
 
 auto syscall_failure(std::string_view call, const std::string& path) {
   return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(errno)));

@@ -123,6 +123,9 @@ class linux_launcher_sandbox final : public sandbox {
   sandbox_result run(const run_request& request, std::stop_token stop) override {
     if (auto valid = validate_limits(request.terms.limits); !valid)
       return refused_before_start(failure_kind::launch_failed, valid.error().message());
+    if (request.terms.output.preserve == output_preservation::required && !request.blobs)
+      return refused_before_start(failure_kind::preservation_unavailable,
+                                  "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
     if (request.terms.network == network_access::unrestricted)
       return refused_before_start(failure_kind::launch_failed,
                                   fmt::format("the {} backend does not grant network access", backend_name()));
@@ -137,6 +140,8 @@ class linux_launcher_sandbox final : public sandbox {
                      .budget = request.budget,
                      .run = request.run};
     if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = host::random_token();
+    plan.bindings.blobs = plan.blobs = request.blobs;
+    plan.bindings.tenant = plan.tenant = request.tenant;
     auto result = host::run_session(plan, std::move(stop)).result;
     result.unavailable_bindings = request.unavailable_bindings;
     return result;

@@ -30,6 +30,8 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "artifact_walk.hpp"
+#include "attachments.hpp"
 #include "binding_gateway.hpp"
 #include "execution_dirs.hpp"
 #include "launcher_process.hpp"
@@ -125,9 +127,9 @@ class session {
  public:
   session(const session_plan& plan, const execution_dirs& dirs)
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
-        listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_),
+        listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_), calls_settled_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
-        calls_settled_(io_), gateway_(plan.bindings), sink_(std::make_shared<completion_sink>(io_)) {
+        gateway_(plan.bindings), sink_(std::make_shared<completion_sink>(io_)) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
@@ -654,6 +656,21 @@ class session {
   bool cancelled_ = false, cancel_sent_ = false, backstop_fired_ = false, launcher_reaped_ = false;
 };
 
+void collect_into(sandbox_result& result, const std::string& workspace, const artifact_policy& policy) {
+  auto harvested = collect_artifacts(workspace, policy);
+  if (!harvested) {
+    result.problems.push_back("artifacts: " + harvested.error().message());
+    return;
+  }
+  for (auto& file : harvested.value().files) {
+    const auto size = file.bytes.size();
+    result.artifacts.push_back({.path = std::move(file.path), .size_bytes = size, .data = std::move(file.bytes)});
+  }
+  result.artifacts_omitted = harvested.value().omitted_total();
+  for (const auto& [reason, count] : harvested.value().omitted)
+    result.artifacts_omitted_by_reason[std::string(name_of(reason))] = count;
+}
+
 }  // namespace
 
 session_outcome run_session(const session_plan& plan, std::stop_token stop) {
@@ -668,6 +685,10 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
   }
+  // The tree is gone: nothing races the walk but what the kernel already holds.
+  if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
+    collect_into(outcome.result, dirs.value().workspace, plan.terms.artifacts);
+  attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant);
   if (!remove_execution_dirs(dirs.value()))
     outcome.result.problems.push_back(
         fmt::format("workspace: the host could not remove everything under {}", dirs.value().base));

@@ -34,6 +34,8 @@ struct session_plan {
   /// describe(): report containment, then abort; never runs a program.
   bool probe_only = false;
   gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run
+  blob_store* blobs = nullptr;  ///< where outputs and artifacts are preserved; none: previews only
+  std::string tenant = "default";
 };
 
 struct session_outcome {

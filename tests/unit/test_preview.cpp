@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "psych/attachment.hpp"
 #include "psych/capture.hpp"
 #include "psych/preview.hpp"
 
@@ -51,4 +52,37 @@ TEST_CASE("capture keeps at most max_bytes and counts everything") {
   CHECK(c.data() == "hello worl");
   CHECK(c.produced() == 21);
   CHECK(c.truncated());
+}
+
+TEST_CASE("attachments: where an item goes follows its sizes, the policy and whether a store is wired") {
+  const psych::output_policy lenient{.preview_bytes = 10, .max_bytes = 100};
+  auto strict = lenient;
+  strict.preserve = psych::output_preservation::required;
+  using psych::placement;
+  CHECK(psych::place(10, 10, lenient, false) == placement::inline_bytes);
+  CHECK(psych::place(10, 10, strict, false) == placement::inline_bytes);  // nothing to preserve
+  CHECK(psych::place(11, 11, lenient, true) == placement::store);
+  CHECK(psych::place(11, 11, lenient, false) == placement::preview_only);
+  CHECK(psych::place(11, 11, strict, false) == placement::refuse);
+  CHECK(psych::place(5, 500, lenient, false) == placement::preview_only);  // small capture, large production
+}
+
+TEST_CASE("attachments: a preview-only item says how many bytes were let go, and the preview is the same every time") {
+  const psych::output_policy policy{.preview_bytes = 30};
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "\xE2\x82\xAC";  // 150 bytes of 3-byte characters
+  const auto a = psych::describe_item("stdout", "text/plain", text, 400, policy);
+  const auto b = psych::describe_item("stdout", "text/plain", text, 400, policy);
+  CHECK(a == b);
+  CHECK(a.truncated);
+  CHECK(a.size_bytes == 400);
+  CHECK(a.location == psych::attachment_location::preview_only);
+  const auto kept = psych::cut_preview(text, 400, 30).kept_bytes;
+  CHECK(kept % 3 == 0);  // whole characters only
+  CHECK(kept <= 30);
+  CHECK(a.bytes_let_go == 400 - kept);
+  const auto whole = psych::describe_item("value", "application/json", "[1,2]", 5, policy);
+  CHECK(whole.location == psych::attachment_location::inline_bytes);
+  CHECK(whole.bytes_let_go == 0);
+  CHECK(whole.preview == "[1,2]");
 }

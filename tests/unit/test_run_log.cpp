@@ -18,6 +18,7 @@
 #include <boost/crc.hpp>
 #include <boost/endian/conversion.hpp>
 
+#include "temp_dir.hpp"
 #include "psych/host/run_log.hpp"
 
 using namespace psych;
@@ -26,24 +27,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory per test, removed with everything in it.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern = "/tmp/psych-run-log-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] std::string file(const char* name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+struct temp_dir : psych::testing::temp_dir {
+  temp_dir() : psych::testing::temp_dir("psych-run-log-test") {}
 };
 
 /// A forked child that is killed and reaped however the test ends.

@@ -54,10 +54,15 @@ BOOST_HANA_ADAPT_ADT(psych::sandbox_result,
                      (network_denied, [](const psych::sandbox_result& r) { return r.network_denied; }),
                      (artifacts, [](const psych::sandbox_result& r) { return r.artifacts; }),
                      (artifacts_omitted, [](const psych::sandbox_result& r) { return r.artifacts_omitted; }),
+                     (artifacts_omitted_by_reason,
+                      [](const psych::sandbox_result& r) { return r.artifacts_omitted_by_reason; }),
+                     (attachments, [](const psych::sandbox_result& r) { return r.attachments; }),
                      (problems, [](const psych::sandbox_result& r) { return r.problems; }),
                      (bindings_spent, [](const psych::sandbox_result& r) { return r.bindings_spent; }),
                      (unavailable_bindings, [](const psych::sandbox_result& r) { return r.unavailable_bindings; }));
 BOOST_HANA_ADAPT_STRUCT(psych::meter_readings, calls, transfer, produced, preserved);
+BOOST_HANA_ADAPT_STRUCT(psych::result_attachment, name, handle, content_type, size_bytes, truncated, location,
+                        bytes_let_go, preview);
 BOOST_HANA_ADAPT_STRUCT(psych::backend_info, name, isolation, available, reason);
 BOOST_HANA_ADAPT_STRUCT(psych::description, ready, backend, isolation, guarantees, mechanisms, problems,
                         limit_ceiling, network, interpreter, launcher);

@@ -11,6 +11,7 @@
 
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
+#include "psych/host/blob_store.hpp"
 #include "psych/host/run_log.hpp"
 
 namespace psych {
@@ -53,6 +54,10 @@ struct run_request {
   binding_budget budget;
   /// The Run this execution belongs to: its log and what it spent before.
   run_account run;
+  /// Where outputs, artifacts and large binding results are preserved, and whose they are.
+  /// None: nothing is preserved (WHEN_AVAILABLE keeps previews; REQUIRED is refused up front).
+  blob_store* blobs = nullptr;
+  std::string tenant = "default";
 };
 
 /// The port. A run() never throws for anything the program did: failures,

@@ -168,7 +168,15 @@ struct call_error {
   std::string message;
 };
 
-/// The host's answer to one call, exactly once per id.
+/// A result too large to hand over whole, preserved on the host: the program reads it in
+/// windows (ToolResultHandle.read, read_tool_output), each within the per-call ceiling.
+struct result_handle {
+  std::string handle;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t lines = 0;  ///< of the preserved text, which is the result pretty-printed
+};
+
+/// The host's answer to one call, exactly once per id: a value, a handle, or an error.
 struct result_frame {
   static constexpr std::string_view type = "result";
   static constexpr std::array<std::string_view, 2> required_members{"id", "ok"};
@@ -176,6 +184,7 @@ struct result_frame {
   bool ok = false;
   std::optional<json_text> value;
   std::optional<call_error> error;
+  std::optional<result_handle> handle;
 };
 
 struct abort_frame {
@@ -209,5 +218,6 @@ BOOST_HANA_ADAPT_STRUCT(psych::protocol::binding_info, name, description, deferr
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::excluded_builtin, name, reason);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::run_frame, program, filename, bindings, excluded);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::call_error, kind, tool, message);
-BOOST_HANA_ADAPT_STRUCT(psych::protocol::result_frame, id, ok, value, error);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::result_handle, handle, size_bytes, lines);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::result_frame, id, ok, value, error, handle);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::abort_frame, reason);

@@ -1,0 +1,223 @@
+#include "artifact_walk.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace psych::host {
+namespace {
+
+/// Every open below the workspace: one name relative to a directory fd, never through a symlink
+/// (the last component included), never across a mount, never out of the directory.
+constexpr std::uint64_t resolve_beneath =
+    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+
+/// Reads are made in pieces of this size, so a small file never costs a max_file_bytes buffer.
+constexpr std::size_t read_chunk = std::size_t{64} << 10;
+
+/// Owns one descriptor.
+class unique_fd {
+ public:
+  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
+  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
+  void reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+/// openat2 of one name beneath `dir`; O_NOFOLLOW | O_CLOEXEC are always added. On failure the fd
+/// is invalid and errno says why (ELOOP: the name is a symlink).
+unique_fd open_beneath(int dir, const char* name, std::uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = resolve_beneath;
+  // EAGAIN: a concurrent rename made the kernel give up on a RESOLVE_BENEATH walk; worth a retry.
+  for (int attempt = 0;; ++attempt) {
+    const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
+    if (fd >= 0) return unique_fd(static_cast<int>(fd));
+    if (errno == EINTR || (errno == EAGAIN && attempt < 3)) continue;
+    return unique_fd();
+  }
+}
+
+bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+class walker {
+ public:
+  explicit walker(const artifact_policy& policy) : policy_(policy) {}
+
+  /// `dir` is an O_RDONLY directory fd; `prefix` is its workspace-relative path with a trailing
+  /// '/' (empty for the workspace); `depth` counts its path components (0 for the workspace).
+  void walk(int dir, const std::string& prefix, std::uint64_t depth) {
+    // Sorted, so which files a limit leaves out does not depend on the directory's hash order.
+    auto names = names_in(dir);
+    std::ranges::sort(names);
+    for (const auto& name : names) visit(dir, name, prefix + name, depth);
+  }
+
+  harvest take() && {
+    std::ranges::sort(out_.files, {}, &harvested_file::path);
+    return std::move(out_);
+  }
+
+ private:
+  void omit(omission_reason why) { ++out_.omitted[why]; }
+
+  /// The names in `dir`, read through a descriptor of its own (readdir moves the offset).
+  std::vector<std::string> names_in(int dir) {
+    std::vector<std::string> names;
+    const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+    DIR* stream = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (stream == nullptr) {
+      if (copy >= 0) ::close(copy);
+      omit(omission_reason::unreadable);
+      return names;
+    }
+    ::rewinddir(stream);
+    for (;;) {
+      errno = 0;
+      const dirent* entry = ::readdir(stream);
+      if (entry == nullptr) {
+        if (errno != 0) omit(omission_reason::unreadable);  // the rest of this directory is lost
+        break;
+      }
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    ::closedir(stream);
+    return names;
+  }
+
+  /// Classifies one entry by fstat of an O_PATH descriptor (which never blocks, not even on a
+  /// FIFO, and never follows the last component), then collects, descends or omits it.
+  void visit(int dir, const std::string& name, const std::string& path, std::uint64_t depth) {
+    const unique_fd handle = open_beneath(dir, name.c_str(), O_PATH);
+    if (!handle.valid()) {
+      omit(errno == ELOOP ? omission_reason::symlink : omission_reason::unreadable);
+      return;
+    }
+    struct stat st {};
+    if (::fstat(handle.get(), &st) != 0) {
+      omit(omission_reason::unreadable);
+      return;
+    }
+    switch (st.st_mode & S_IFMT) {
+      case S_IFLNK: omit(omission_reason::symlink); return;
+      case S_IFCHR:
+      case S_IFBLK: omit(omission_reason::device); return;
+      case S_IFIFO: omit(omission_reason::fifo); return;
+      case S_IFSOCK: omit(omission_reason::socket); return;
+      case S_IFDIR: descend(dir, name, path, depth + 1, st); return;
+      case S_IFREG:
+        if (st.st_nlink > 1)
+          omit(omission_reason::hardlink);
+        else
+          take_file(dir, name, path, st);
+        return;
+      default: omit(omission_reason::special); return;
+    }
+  }
+
+  void descend(int dir, const std::string& name, const std::string& path, std::uint64_t depth,
+               const struct stat& classified) {
+    if (depth > policy_.max_depth) {
+      omit(omission_reason::too_deep);  // once, for the directory; what is inside is never seen
+      return;
+    }
+    const unique_fd sub = open_beneath(dir, name.c_str(), O_RDONLY | O_DIRECTORY);
+    struct stat st {};
+    if (!sub.valid() || ::fstat(sub.get(), &st) != 0 || !same_inode(st, classified)) {
+      omit(omission_reason::unreadable);  // swapped between the two opens, or not ours to read
+      return;
+    }
+    walk(sub.get(), path + "/", depth);
+  }
+
+  void take_file(int dir, const std::string& name, const std::string& path, const struct stat& classified) {
+    const auto size = static_cast<std::uint64_t>(classified.st_size);
+    if (size > policy_.max_file_bytes) return omit(omission_reason::too_large);
+    if (out_.files.size() >= policy_.max_files || size > policy_.max_total_bytes - total_bytes_)
+      return omit(omission_reason::too_many);
+
+    // The same name again, for reading: O_NONBLOCK and O_NOCTTY so that whatever was swapped in
+    // (a FIFO, a terminal) cannot hold the walk; the fstat below then refuses it.
+    const unique_fd file = open_beneath(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    struct stat st {};
+    if (!file.valid() || ::fstat(file.get(), &st) != 0 || !same_inode(st, classified) || !S_ISREG(st.st_mode))
+      return omit(omission_reason::unreadable);
+    if (st.st_nlink > 1) return omit(omission_reason::hardlink);  // linked elsewhere since
+
+    // One byte past the cap tells a file that grew since the fstat from one that fits exactly.
+    const std::uint64_t limit = policy_.max_file_bytes == std::numeric_limits<std::uint64_t>::max()
+                                    ? policy_.max_file_bytes
+                                    : policy_.max_file_bytes + 1;
+    std::string bytes;
+    while (bytes.size() < limit) {
+      const std::size_t have = bytes.size();
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit - have, read_chunk));
+      bytes.resize(have + want);
+      const ssize_t got = ::read(file.get(), bytes.data() + have, want);
+      if (got < 0) {
+        bytes.resize(have);
+        if (errno == EINTR) continue;
+        return omit(omission_reason::unreadable);
+      }
+      bytes.resize(have + static_cast<std::size_t>(got));
+      if (got == 0) break;
+    }
+    if (bytes.size() > policy_.max_file_bytes) return omit(omission_reason::too_large);
+    if (bytes.size() > policy_.max_total_bytes - total_bytes_) return omit(omission_reason::too_many);
+    total_bytes_ += bytes.size();
+    out_.files.push_back({path, std::move(bytes)});
+  }
+
+  const artifact_policy& policy_;
+  harvest out_;
+  std::uint64_t total_bytes_ = 0;  ///< never above policy_.max_total_bytes
+};
+
+}  // namespace
+
+result<harvest> collect_artifacts(const std::string& workspace, const artifact_policy& policy) {
+  if (policy.collection == artifact_collection::none) return harvest{};
+  const unique_fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid())
+    return failure(error_kind::system_call_failed, fmt::format("open({}): {}", workspace, std::strerror(errno)));
+  // Without openat2 (before Linux 5.6, or filtered) every entry would read as unreadable; say so.
+  if (!open_beneath(root.get(), ".", O_PATH | O_DIRECTORY).valid())
+    return failure(error_kind::system_call_failed,
+                   fmt::format("openat2({}, RESOLVE_BENEATH): {}", workspace, std::strerror(errno)));
+  walker walk(policy);
+  walk.walk(root.get(), "", 0);
+  return std::move(walk).take();
+}
+
+}  // namespace psych::host
