@@ -240,15 +240,31 @@ def refuse_unknown_type(obj):
     raise TypeError(f"{qualified_name(type(obj))} is not JSON serializable")
 
 
-def encode_json(value):
+def new_encoder():
     # encode_basestring, not the _ascii variant: text travels as UTF-8, not \u escapes.
-    encoder = _json.make_encoder({}, refuse_unknown_type, _json.encode_basestring, None, ":", ",", False, False, False)
-    return "".join(encoder(value, 0))
+    return _json.make_encoder({}, refuse_unknown_type, _json.encode_basestring, None, ":", ",", False, False, False)
+
+
+ENCODER = [new_encoder()]
+ENCODE_STRING = _json.encode_basestring  # made once: making one costs more than encoding a small frame
+
+
+def encode_json(value):
+    try:
+        return "".join(ENCODER[0](value, 0))
+    except BaseException:
+        ENCODER[0] = new_encoder()  # a failed encoding can leave its circularity markers behind
+        raise
 
 
 def frame_bytes(frame):
     # Reports may hold surrogate-escaped bytes (paths, messages): replace them, never fail.
     return (encode_json(frame) + "\n").encode("utf-8", "replace")
+
+
+# Below malloc's mmap threshold: a 1 MiB read buffer is an mmap, a page fault and an mremap on
+# every read, which cost a small frame's round trip several times over.
+READ_CHUNK = 64 << 10
 
 
 def parse_frame(line):
@@ -283,7 +299,7 @@ class Channel:
     def receive_ready(self):
         """The frames that one read completes, without blocking: for a reader the event loop
         calls when the channel is readable. Partial frames wait in `pending` for the next read."""
-        if not (chunk := posix.read(self.fd, 1 << 20)):
+        if not (chunk := posix.read(self.fd, READ_CHUNK)):
             raise ProtocolError("channel closed with calls in flight")
         self.pending += chunk
         frames = []
@@ -301,7 +317,7 @@ class Channel:
         while (newline := self.pending.find(b"\n", scanned)) < 0:
             if (scanned := len(self.pending)) > MAX_INCOMING_LINE:  # bounded as the bytes arrive
                 raise ProtocolError("frame too large")
-            if not (chunk := posix.read(self.fd, 1 << 20)):
+            if not (chunk := posix.read(self.fd, READ_CHUNK)):
                 raise ProtocolError("channel closed before a complete frame")
             self.pending += chunk
         if newline > MAX_INCOMING_LINE:
@@ -372,11 +388,12 @@ class Calls:
 
     def start(self, name, arguments):
         self.next_id += 1
-        try:
-            frame = frame_bytes({"type": "call", "id": self.next_id, "tool": name, "arguments": arguments})
-        except (TypeError, ValueError) as error:
+        try:  # by hand around the arguments: a call's frame is the per-call cost a loop pays
+            encoded = encode_json(arguments) if arguments else "{}"
+        except (TypeError, ValueError, RecursionError) as error:
             raise ToolError("malformed_call", name, f"arguments cannot travel as JSON: {error}") from None
-        CHANNEL.send(frame)
+        CHANNEL.send(f'{{"type":"call","id":{self.next_id},"tool":{ENCODE_STRING(name)},"arguments":{encoded}}}\n'
+                     .encode("utf-8", "replace"))
         return self.next_id
 
     def round_trip(self, name, arguments):
@@ -403,7 +420,9 @@ class Calls:
         future = loop.create_future()
         self.waiting[call_id] = (future, name)
         future.add_done_callback(lambda done: self.given_up(call_id, done))
-        if self.watched is not loop:
+        if self.watched is not loop:  # watched for the loop's life: two epoll_ctl per call cost more than a call
+            if self.watched is not None:
+                observe(lambda: self.watched.remove_reader(CHANNEL.fd), None)
             loop.add_reader(CHANNEL.fd, self.readable)
             self.watched = loop
         return future
@@ -412,7 +431,6 @@ class Calls:
         if future.cancelled() and self.waiting.pop(call_id, None) is not None:
             self.abandoned.add(call_id)
             observe(lambda: CHANNEL.send(frame_bytes({"type": "cancel_call", "id": call_id})), None)
-        self.unwatch_when_idle()
 
     def readable(self):
         try:
@@ -421,7 +439,8 @@ class Calls:
             for future, _ in self.waiting.values():
                 future.set_exception(ProtocolError(str(error)))
             self.waiting.clear()
-            self.unwatch_when_idle()
+            observe(lambda: self.watched.remove_reader(CHANNEL.fd), None)  # a closed channel stays readable
+            self.watched = None
             return
         for reply in replies:
             entry = self.waiting.pop(reply.get("id"), None) if reply.get("type") == "result" else None
@@ -434,12 +453,6 @@ class Calls:
                     future.set_result(self.settle(reply, name))
                 except ToolError as error:
                     future.set_exception(error)
-        self.unwatch_when_idle()
-
-    def unwatch_when_idle(self):
-        if not self.waiting and self.watched is not None:
-            observe(lambda: self.watched.remove_reader(CHANNEL.fd), None)
-            self.watched = None
 
 
 def make_call_tool(excluded):
