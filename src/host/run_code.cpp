@@ -75,7 +75,9 @@ sandbox_result code_run::run(const code_request& request, std::stop_token stop) 
                   .invoker = setup_.invoker,
                   .unavailable_bindings = std::move(turn.unavailable),
                   .budget = setup_.budget,
-                  .run = {.log = setup_.log, .spent_before = spent.value(), .execution_id = new_execution_id()}};
+                  .run = {.log = setup_.log, .spent_before = spent.value(), .execution_id = new_execution_id()},
+                  .blobs = setup_.blobs,
+                  .tenant = setup_.tenant};
   return setup_.backend->run(run, std::move(stop));
 }
 

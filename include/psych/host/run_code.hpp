@@ -38,6 +38,8 @@ struct code_run_setup {
   tool_invoker* invoker = nullptr;
   run_log* log = nullptr;  ///< the Run's journal; required, as the per-Run meters are counted from it
   binding_budget budget;   ///< the profile's BindingBudget, narrowed by the tenant's policy
+  blob_store* blobs = nullptr;  ///< where outputs, artifacts and large results are preserved
+  std::string tenant = "default";
 };
 
 class code_run {

@@ -1,0 +1,196 @@
+// The runtime face: profiles, publishing an agent spec, the Attempt, and run_code under the
+// four-way intersection, with every refusal returned as data. Every backend.
+#include <filesystem>
+
+#include "backends.hpp"
+#include "invoker.hpp"
+#include "psych/host/runtime.hpp"
+
+using namespace psych;
+
+namespace {
+
+std::shared_ptr<sandbox> shared_backend(const conformance::backend_under_test& backend) {
+  auto made = local_sandbox(backend.options);
+  REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
+  return std::shared_ptr<sandbox>(std::move(made).value());
+}
+
+agent_spec analyst(std::optional<code_execution> code = code_execution{}) {
+  return {.name = "analyst",
+          .model = {.model = "gpt-5"},
+          .tools = {{.kind = tool_kind::code, .name = "lookup_order"}},
+          .code = std::move(code)};
+}
+
+/// A backend whose describe() says it is not ready: run_code must refuse, as data.
+class unready_sandbox final : public sandbox {
+ public:
+  backend_offer offer() const override { return {.ready = false, .problems = {"the launcher is missing"}}; }
+  description describe() override { return {.ready = false, .problems = {"the launcher is missing"}}; }
+  sandbox_result run(const run_request&, std::stop_token) override {
+    FAIL("a backend that is not ready must never be asked to run a program");
+    return {};
+  }
+};
+
+struct scratch_log {
+  std::string dir;
+  std::unique_ptr<run_log> log;
+  scratch_log() {
+    std::string pattern = conformance::temp_root() + "/../psych-runtime-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()));
+    dir = pattern;
+    log = open_file_run_log(dir + "/run.log").value();
+  }
+  ~scratch_log() { std::filesystem::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST_CASE("runtime: publishing checks the spec, and names what is wrong") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    auto rt = runtime::create({.single = shared_backend(backend), .connected_servers = {"docs"}}).value();
+    SUBCASE("run_code is reserved") {
+      auto spec = analyst();
+      spec.tools.push_back({.name = "run_code"});
+      const auto published = rt.publish(spec);
+      REQUIRE_FALSE(published);
+      CHECK(published.error().message().find("run_code is a reserved tool name") != std::string::npos);
+    }
+    SUBCASE("a binding the agent does not hold") {
+      const auto published = rt.publish(analyst(code_execution{.bindings = std::vector<std::string>{"delete_db"}}));
+      REQUIRE_FALSE(published);
+      CHECK(published.error().message().find("binding \"delete_db\" is neither") != std::string::npos);
+    }
+    SUBCASE("an excluded built-in is not a binding either") {
+      const auto published = rt.publish(analyst(code_execution{.bindings = std::vector<std::string>{"ask_question"}}));
+      REQUIRE_FALSE(published);
+    }
+    SUBCASE("an unknown profile, when the runtime knows its profiles") {
+      const auto published = rt.publish(analyst(code_execution{.profile = "gpu"}));
+      REQUIRE_FALSE(published);
+      CHECK(published.error().message().find("profile \"gpu\"") != std::string::npos);
+    }
+    SUBCASE("granted tools, callable built-ins and a connected server's tools are bindable") {
+      const auto published = rt.publish(analyst(code_execution{
+          .bindings = std::vector<std::string>{"lookup_order", "list_tools", "docs__list-repos"}}));
+      REQUIRE_MESSAGE(published, (published ? "" : published.error().message()));
+    }
+  });
+}
+
+TEST_CASE("runtime: the Version hash is stable, and changes when code_execution does") {
+  auto rt = runtime::create({.single = std::make_shared<unready_sandbox>()}).value();
+  const auto first = rt.publish(analyst()).value();
+  CHECK(first.hash == rt.publish(analyst()).value().hash);
+  // Across processes and builds: the canonical JSON's SHA-256, pinned.
+  CHECK(first.hash == "e7a8b996a856cab847f25f8bd63a3a0bff5f2bad2636a36eed575c27e88b9026");
+  CHECK(rt.publish(analyst(std::nullopt)).value().hash != first.hash);
+  CHECK(rt.publish(analyst(code_execution{.limits = {.wall_seconds = 5.0}})).value().hash != first.hash);
+  CHECK(rt.publish(analyst(code_execution{.bindings = std::vector<std::string>{}})).value().hash != first.hash);
+}
+
+TEST_CASE("runtime: run_code is shown only to an agent whose spec has code execution") {
+  auto rt = runtime::create({.single = std::make_shared<unready_sandbox>()}).value();
+  scratch_log log;
+  auto plain = rt.start_attempt(rt.publish(analyst(std::nullopt)).value(), *log.log, "t").value();
+  CHECK(plain.tool_names() == std::vector<std::string>{"lookup_order"});
+  CHECK_FALSE(plain.run_code("return 1"));
+  auto coder = rt.start_attempt(rt.publish(analyst()).value(), *log.log, "t").value();
+  CHECK(coder.tool_names() == std::vector<std::string>{"lookup_order", "run_code"});
+}
+
+TEST_CASE("runtime: each refusal comes back as data, and the agent keeps its other tools") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    auto rt = runtime::create({.profiles = {{.name = "default", .backend = shared_backend(backend)},
+                                            {.name = "broken", .backend = std::make_shared<unready_sandbox>()}}})
+                  .value();
+    scratch_log log;
+    const auto refusal_of = [&](code_execution code) {
+      auto attempt = rt.start_attempt(rt.publish(analyst(code)).value(), *log.log, "t").value();
+      CHECK(attempt.tool_names() == std::vector<std::string>{"lookup_order", "run_code"});
+      auto outcome = attempt.run_code("return 1");
+      REQUIRE(outcome);
+      REQUIRE(std::holds_alternative<refusal>(outcome.value()));
+      return std::get<refusal>(outcome.value());
+    };
+    CHECK(refusal_of({.network = network_access::unrestricted}).reason == refusal_reason::network_not_granted);
+    CHECK(refusal_of({.profile = "broken"}).reason == refusal_reason::backend_not_ready);
+    if (!conformance::isolated(backend))
+      CHECK(refusal_of({.isolation = isolation_level::isolated}).reason == refusal_reason::isolation_unreachable);
+    // The same attempt still runs what it can.
+    auto attempt = rt.start_attempt(rt.publish(analyst()).value(), *log.log, "t").value();
+    const auto ran = attempt.run_code("return 6 * 7").value();
+    REQUIRE(std::holds_alternative<sandbox_result>(ran));
+    CHECK(std::get<sandbox_result>(ran).value->text == "42");
+  });
+}
+
+TEST_CASE("runtime: an unknown profile that slipped past publishing stops the Attempt, loudly") {
+  auto rt = runtime::create({.single = std::make_shared<unready_sandbox>(), .profiles_known_at_publish = false}).value();
+  const auto version = rt.publish(analyst(code_execution{.profile = "gpu"}));
+  REQUIRE(version);
+  scratch_log log;
+  const auto attempt = rt.start_attempt(version.value(), *log.log, "t");
+  REQUIRE_FALSE(attempt);
+  CHECK(attempt.error().kind == error_kind::sandbox_setup);
+  CHECK(attempt.error().message().find("\"gpu\"") != std::string::npos);
+}
+
+TEST_CASE("runtime: the four-way narrowing, end to end through run_code, as the child observes it") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    // backend ceiling: 10 s of CPU; tenant policy: 8; profile hard limit: 5.
+    auto rt = runtime::create({.profiles = {{.name = "default",
+                                             .backend = shared_backend(backend),
+                                             .hard_limits = sandbox_limits{.cpu_seconds = 5.0}}},
+                               .policy = [](std::string_view, const code_execution_grant& offered) {
+                                 auto narrowed = offered;
+                                 narrowed.limits.cpu_seconds = 8.0;
+                                 return narrowed;
+                               }})
+                  .value();
+    scratch_log log;
+    const auto cpu_limit_seen = [&](code_execution_limits asked) {
+      auto attempt = rt.start_attempt(rt.publish(analyst(code_execution{.limits = asked})).value(), *log.log, "t")
+                         .value();
+      const auto ran = attempt.run_code("import resource\nreturn resource.getrlimit(resource.RLIMIT_CPU)[0]").value();
+      REQUIRE(std::holds_alternative<sandbox_result>(ran));
+      const auto& r = std::get<sandbox_result>(ran);
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      return r.value->text;
+    };
+    CHECK(cpu_limit_seen({.cpu_seconds = 60.0}) == "5");  // the profile's cap wins over a wider ask
+    CHECK(cpu_limit_seen({.cpu_seconds = 3.0}) == "3");   // an ask below every cap is what it gets
+    CHECK(cpu_limit_seen({}) == "5");                     // no ask: whatever the profile allows
+  });
+}
+
+TEST_CASE("runtime: a policy that widens the grant is an error, not a wider sandbox") {
+  auto rt = runtime::create({.single = std::make_shared<unready_sandbox>(),
+                             .policy = [](std::string_view, const code_execution_grant& offered) {
+                               auto wider = offered;
+                               wider.limits.wall_seconds = offered.limits.wall_seconds.value * 10;
+                               return wider;
+                             }})
+                .value();
+  scratch_log log;
+  auto attempt = rt.start_attempt(rt.publish(analyst()).value(), *log.log, "t").value();
+  const auto outcome = attempt.run_code("return 1");
+  REQUIRE_FALSE(outcome);
+  CHECK(outcome.error().message().find("wider than the one it received") != std::string::npos);
+}
+
+TEST_CASE("runtime: verify_sandboxes describes every profile, running no program") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    auto rt = runtime::create({.profiles = {{.name = "default", .backend = shared_backend(backend)},
+                                            {.name = "broken", .backend = std::make_shared<unready_sandbox>()}}})
+                  .value();
+    const auto statuses = rt.verify_sandboxes();
+    REQUIRE(statuses.size() == 2);
+    CHECK(statuses[0].profile == "default");
+    CHECK(statuses[0].described.ready);
+    CHECK(statuses[1].profile == "broken");
+    CHECK_FALSE(statuses[1].described.ready);
+  });
+}

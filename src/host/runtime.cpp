@@ -1,0 +1,158 @@
+#include "psych/host/runtime.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/at_key.hpp>
+#include <boost/hana/keys.hpp>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "psych/builtins.hpp"
+#include "psych/protocol/json.hpp"
+
+namespace psych {
+
+namespace {
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+/// A binding the spec may list: a tool it is granted, a callable built-in, or a tool of a server
+/// that is connected now (whether that server still offers it is not asked: publishing must not
+/// depend on somebody else's uptime).
+bool bindable(std::string_view name, const agent_spec& spec, const std::vector<std::string>& servers) {
+  if (std::ranges::find(spec.tools, name, &tool_ref::name) != spec.tools.end()) return true;
+  if (const auto rule = builtin_named(name)) return rule->reason.empty();
+  const auto split = name.find("__");
+  return split != std::string_view::npos && split > 0 &&
+         std::ranges::find(servers, name.substr(0, split)) != servers.end();
+}
+
+}  // namespace
+
+bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered) {
+  bool within = !returned.allow_network || offered.allow_network;
+  boost::hana::for_each(boost::hana::keys(returned.limits), [&](auto key) {
+    within = within && boost::hana::at_key(returned.limits, key).value <= boost::hana::at_key(offered.limits, key).value;
+  });
+  return within;
+}
+
+result<runtime> runtime::create(runtime_setup setup) {
+  if (setup.single) {
+    if (!setup.profiles.empty())
+      return failure(error_kind::invalid_argument, "give a runtime either profiles or one sandbox, not both");
+    setup.profiles.push_back({.name = "default", .backend = std::move(setup.single)});
+  }
+  std::set<std::string> names;
+  for (const auto& profile : setup.profiles) {
+    if (!profile.backend)
+      return failure(error_kind::invalid_argument, fmt::format("profile {:?} has no sandbox", profile.name));
+    if (!names.insert(profile.name).second)
+      return failure(error_kind::invalid_argument, fmt::format("profile {:?} is registered twice", profile.name));
+  }
+  for (const auto& server : setup.connected_servers)
+    if (server.empty() || server.find("__") != std::string::npos)
+      return failure(error_kind::invalid_argument,
+                     fmt::format("server name {:?} cannot address tools: it is empty or holds \"__\"", server));
+  return runtime(std::move(setup));
+}
+
+const sandbox_profile* runtime::profile(std::string_view name) const {
+  const auto found = std::ranges::find(setup_.profiles, name, &sandbox_profile::name);
+  return found == setup_.profiles.end() ? nullptr : &*found;
+}
+
+result<agent_version> runtime::publish(const agent_spec& spec) const {
+  if (std::ranges::find(spec.tools, run_code_tool, &tool_ref::name) != spec.tools.end())
+    return failure(error_kind::invalid_argument,
+                   "run_code is a reserved tool name: a spec cannot claim it (code execution is turned on with "
+                   "code_execution)");
+  if (spec.code) {
+    if (spec.code->bindings)
+      for (const auto& name : *spec.code->bindings)
+        if (!bindable(name, spec, setup_.connected_servers))
+          return failure(error_kind::invalid_argument,
+                         fmt::format("binding {:?} is neither a tool this agent is granted, a callable built-in, nor "
+                                     "addressed to a connected server",
+                                     name));
+    if (setup_.profiles_known_at_publish && !profile(spec.code->profile))
+      return failure(error_kind::invalid_argument,
+                     fmt::format("code_execution asks for profile {:?}, and no sandbox is registered under that name",
+                                 spec.code->profile));
+  }
+  return agent_version{spec, sha256_hex(protocol::encode_json(spec))};
+}
+
+std::vector<profile_status> runtime::verify_sandboxes() const {
+  std::vector<profile_status> out;
+  for (const auto& profile : setup_.profiles) out.push_back({profile.name, profile.backend->describe()});
+  return out;
+}
+
+result<agent_attempt> runtime::start_attempt(const agent_version& version, run_log& log, std::string tenant) const {
+  if (!version.spec.code) return agent_attempt(setup_, version, nullptr, std::move(tenant), std::nullopt);
+  const auto* chosen = profile(version.spec.code->profile);
+  if (!chosen)
+    return failure(error_kind::sandbox_setup,
+                   fmt::format("the Attempt cannot start: agent {:?} asks for sandbox profile {:?}, which is not "
+                               "registered (a deployment mistake, never ignored)",
+                               version.spec.name, version.spec.code->profile));
+  std::optional<code_run> run;
+  if (setup_.catalogue && setup_.invoker) {
+    PSYCH_TRY(auto opened, code_run::attempt({.backend = chosen->backend.get(),
+                                              .catalogue = setup_.catalogue,
+                                              .invoker = setup_.invoker,
+                                              .log = &log,
+                                              .budget = chosen->budget,
+                                              .blobs = setup_.blobs,
+                                              .tenant = tenant}));
+    run.emplace(std::move(opened));
+  }
+  return agent_attempt(setup_, version, chosen, std::move(tenant), std::move(run));
+}
+
+std::vector<std::string> agent_attempt::tool_names() const {
+  std::vector<std::string> names;
+  for (const auto& tool : version_.spec.tools) names.push_back(tool.name);
+  if (version_.spec.code) names.emplace_back(run_code_tool);
+  return names;
+}
+
+result<run_code_outcome> agent_attempt::run_code(const std::string& program, std::stop_token stop) {
+  if (!profile_)
+    return failure(error_kind::invalid_argument, "this agent's spec has no code_execution: run_code is not its tool");
+  const auto& asked = *version_.spec.code;
+  const auto offer = profile_->backend->offer();
+  const code_execution_grant offered{.limits = offer.limit_ceiling, .allow_network = offer.network};
+  auto grant = offered;
+  if (setup_->policy) {
+    grant = setup_->policy(tenant_, offered);
+    if (!grant_within(grant, offered))
+      return failure(error_kind::invalid_argument,
+                     fmt::format("the CodeExecutionPolicy for tenant {:?} returned a grant wider than the one it "
+                                 "received",
+                                 tenant_));
+  }
+  auto decision = intersect_terms(
+      offer, grant,
+      {.isolation = asked.isolation, .limits = asked.limits, .network = asked.network, .output = asked.output,
+       .artifacts = asked.artifacts},
+      {.hard_limits = profile_->hard_limits, .allow_network = profile_->allow_network});
+  if (auto* refused = std::get_if<refusal>(&decision)) return run_code_outcome{*refused};
+  auto terms = std::get<execution_terms>(std::move(decision));
+  if (run_)
+    return run_code_outcome{run_->run({.program = program, .terms = terms, .bindings = asked.bindings}, std::move(stop))};
+  run_request request{.program = program, .terms = terms, .blobs = setup_->blobs, .tenant = tenant_};
+  return run_code_outcome{profile_->backend->run(request, std::move(stop))};
+}
+
+}  // namespace psych
