@@ -194,3 +194,39 @@ TEST_CASE("runtime: verify_sandboxes describes every profile, running no program
     CHECK_FALSE(statuses[1].described.ready);
   });
 }
+
+TEST_CASE("runtime: a tenant's policy narrows the profile's BindingBudget for that tenant only") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    conformance::recording_invoker invoker;
+    conformance::listed_catalogue catalogue(std::vector<binding>{{"echo", ""}});
+    auto rt = runtime::create({.profiles = {{.name = "default", .backend = shared_backend(backend)}},
+                               .policy =
+                                   [](std::string_view tenant, const code_execution_grant& offered) {
+                                     auto narrowed = offered;
+                                     if (tenant == "small") narrowed.budget.max_calls = 1;
+                                     return narrowed;
+                                   },
+                               .catalogue = &catalogue,
+                               .invoker = &invoker})
+                  .value();
+    const char* two_calls = R"PY(
+out = []
+for i in range(2):
+    try:
+        out.append((await call_tool("echo", {"i": i}))["arguments"]["i"])
+    except ToolError as error:
+        out.append(error.kind)
+return out
+)PY";
+    const auto version = rt.publish(analyst()).value();
+    for (const auto& [tenant, expected] : {std::pair{"small", R"([0,"budget_exhausted"])"}, {"large", "[0,1]"}}) {
+      scratch_log log;
+      auto attempt = rt.start_attempt(version, *log.log, tenant).value();
+      const auto ran = attempt.run_code(two_calls).value();
+      REQUIRE(std::holds_alternative<sandbox_result>(ran));
+      const auto& r = std::get<sandbox_result>(ran);
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      CHECK(r.value->text == expected);
+    }
+  });
+}

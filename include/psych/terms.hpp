@@ -15,6 +15,7 @@
 #include "psych/isolation.hpp"
 #include "psych/limits.hpp"
 #include "psych/artifacts.hpp"
+#include "psych/budget.hpp"
 #include "psych/output.hpp"
 
 namespace psych {
@@ -33,6 +34,7 @@ struct backend_offer {
 struct code_execution_grant {
   sandbox_limits limits;
   bool allow_network = false;
+  binding_budget budget;  ///< the profile's BindingBudget, which the policy may narrow per tenant
 };
 
 /// The part of an agent's code_execution that shapes the terms.

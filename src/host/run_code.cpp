@@ -74,7 +74,7 @@ sandbox_result code_run::run(const code_request& request, std::stop_token stop) 
                   .bindings = std::move(turn.offered),
                   .invoker = setup_.invoker,
                   .unavailable_bindings = std::move(turn.unavailable),
-                  .budget = setup_.budget,
+                  .budget = request.budget.value_or(setup_.budget),
                   .run = {.log = setup_.log, .spent_before = spent.value(), .execution_id = new_execution_id()},
                   .blobs = setup_.blobs,
                   .tenant = setup_.tenant};

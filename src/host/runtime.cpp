@@ -38,12 +38,23 @@ bool bindable(std::string_view name, const agent_spec& spec, const std::vector<s
 
 }  // namespace
 
-bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered) {
-  bool within = !returned.allow_network || offered.allow_network;
-  boost::hana::for_each(boost::hana::keys(returned.limits), [&](auto key) {
-    within = within && boost::hana::at_key(returned.limits, key).value <= boost::hana::at_key(offered.limits, key).value;
+namespace {
+
+/// Every cap of `returned` no higher than the same cap of `offered`: one walk over any capped struct.
+template <class Caps>
+bool caps_within(const Caps& returned, const Caps& offered) {
+  bool within = true;
+  boost::hana::for_each(boost::hana::keys(returned), [&](auto key) {
+    within = within && boost::hana::at_key(returned, key).value <= boost::hana::at_key(offered, key).value;
   });
   return within;
+}
+
+}  // namespace
+
+bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered) {
+  return (!returned.allow_network || offered.allow_network) && caps_within(returned.limits, offered.limits) &&
+         caps_within(returned.budget, offered.budget);
 }
 
 result<runtime> runtime::create(runtime_setup setup) {
@@ -132,7 +143,8 @@ result<run_code_outcome> agent_attempt::run_code(const std::string& program, std
     return failure(error_kind::invalid_argument, "this agent's spec has no code_execution: run_code is not its tool");
   const auto& asked = *version_.spec.code;
   const auto offer = profile_->backend->offer();
-  const code_execution_grant offered{.limits = offer.limit_ceiling, .allow_network = offer.network};
+  const code_execution_grant offered{
+      .limits = offer.limit_ceiling, .allow_network = offer.network, .budget = profile_->budget};
   auto grant = offered;
   if (setup_->policy) {
     grant = setup_->policy(tenant_, offered);
@@ -150,7 +162,9 @@ result<run_code_outcome> agent_attempt::run_code(const std::string& program, std
   if (auto* refused = std::get_if<refusal>(&decision)) return run_code_outcome{*refused};
   auto terms = std::get<execution_terms>(std::move(decision));
   if (run_)
-    return run_code_outcome{run_->run({.program = program, .terms = terms, .bindings = asked.bindings}, std::move(stop))};
+    return run_code_outcome{
+        run_->run({.program = program, .terms = terms, .bindings = asked.bindings, .budget = grant.budget},
+                  std::move(stop))};
   run_request request{.program = program, .terms = terms, .blobs = setup_->blobs, .tenant = tenant_};
   return run_code_outcome{profile_->backend->run(request, std::move(stop))};
 }

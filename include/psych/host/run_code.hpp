@@ -30,6 +30,8 @@ struct code_request {
   execution_terms terms;
   std::optional<std::vector<std::string>> bindings;  ///< the Spec's; nullopt: everything, now
   std::string filename = "<program>";
+  /// This call's binding budget, when the tenant's policy narrowed the Attempt's (never wider).
+  std::optional<binding_budget> budget;
 };
 
 struct code_run_setup {
