@@ -37,6 +37,8 @@ const char* const run_usage =
     "  --tenant NAME             whose blobs they are (default: default)\n"
     "  --preserve MODE           when_available (default) or required: fail when nothing can preserve\n"
     "  --collect-artifacts       return the files the program leaves in its workspace\n"
+    "  --mcp NAME=COMMAND        start an MCP server over stdio (COMMAND split at spaces); the program\n"
+    "                            calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable\n"
     "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
     "  --config FILE             deployment settings as JSON: python_bin, default_limits, env_allowlist,\n"
     "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root, backend\n"
@@ -81,6 +83,25 @@ result<std::uint64_t> parse_count(std::string_view option, std::string_view text
   if (shift && value > (~std::uint64_t{0} >> shift))
     return failure(error_kind::invalid_argument, fmt::format("{} is too large: '{}'", option, text));
   return value << shift;
+}
+
+/// NAME=COMMAND: the command split at spaces (no shell, no quoting: a server's path and arguments).
+result<std::pair<std::string, std::vector<std::string>>> parse_mcp(std::string_view value) {
+  const auto equals = value.find('=');
+  if (equals == std::string_view::npos || equals == 0)
+    return failure(error_kind::invalid_argument, fmt::format("--mcp expects NAME=COMMAND, got '{}'", value));
+  const auto name = value.substr(0, equals);
+  if (name.find("__") != std::string_view::npos)
+    return failure(error_kind::invalid_argument,
+                   fmt::format("--mcp: the server name '{}' cannot hold \"__\" (it separates server and tool)", name));
+  std::vector<std::string> command;
+  for (auto rest = value.substr(equals + 1); !rest.empty();) {
+    const auto space = rest.find(' ');
+    if (space != 0) command.emplace_back(rest.substr(0, space));
+    rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+  }
+  if (command.empty()) return failure(error_kind::invalid_argument, fmt::format("--mcp {}: no command", name));
+  return std::pair{std::string(name), std::move(command)};
 }
 
 result<command> parse_run(std::span<const std::string_view> args) {
@@ -137,6 +158,9 @@ result<command> parse_run(std::span<const std::string_view> args) {
         run.blob_dir = std::string(value);
       } else if (arg == "--tenant") {
         run.tenant = std::string(value);
+      } else if (arg == "--mcp") {
+        PSYCH_TRY(auto server, parse_mcp(value));
+        run.mcp_servers.push_back(std::move(server));
       } else {
         return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych run --help)", arg));
       }

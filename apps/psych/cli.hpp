@@ -4,7 +4,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "psych/core.hpp"
 
@@ -22,6 +24,8 @@ struct run_command {
   bool collect_artifacts = false;
   std::string blob_dir;  ///< empty: no BlobStore (previews only)
   std::string tenant = "default";
+  /// --mcp NAME=COMMAND: MCP servers over stdio whose tools the program may call as NAME__tool.
+  std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;
 };
 
 struct describe_command {

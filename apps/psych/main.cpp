@@ -15,6 +15,7 @@
 
 #include "cli.hpp"
 #include "config.hpp"
+#include "psych/host/mcp.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
 
@@ -155,13 +156,26 @@ int run(const cli::run_command& command) {
     if (!opened) return fail_usage(opened.error());
     blobs = std::move(opened).value();
   }
+  std::unique_ptr<mcp_binding_source> mcp;
+  if (!command.mcp_servers.empty()) {
+    std::vector<std::unique_ptr<mcp_client>> clients;
+    for (const auto& [name, server_command] : command.mcp_servers) {
+      auto client = mcp_client::start({.name = name, .command = server_command});
+      if (!client) return fail_usage(error{error_kind::invalid_argument, "--mcp " + name + ": " + client.error().message()});
+      clients.push_back(std::move(client).value());
+    }
+    auto source = mcp_binding_source::create(std::move(clients));
+    if (!source) return fail_usage(error{error_kind::invalid_argument, "--mcp: " + source.error().message()});
+    mcp = std::move(source).value();
+  }
   auto terms = std::get<execution_terms>(decision);
   terms.output = command.output;
   if (command.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
   signal_canceller canceller;
   const auto result = sandbox.value()->run(
       {.program = std::move(program).value(), .terms = terms,
-       .filename = command.program_path == "-" ? "<stdin>" : command.program_path, .blobs = blobs.get(),
+       .filename = command.program_path == "-" ? "<stdin>" : command.program_path,
+       .bindings = mcp ? mcp->offered_now() : std::vector<binding>{}, .invoker = mcp.get(), .blobs = blobs.get(),
        .tenant = command.tenant},
       canceller.token());
   if (command.json) fmt::print("{}\n", host::result_to_json(result));

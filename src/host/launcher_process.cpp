@@ -1,5 +1,7 @@
 #include "launcher_process.hpp"
 
+#include "spawn_attributes.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -30,24 +32,13 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   for (int target = 1; target <= 4; ++target) posix_spawn_file_actions_adddup2(&actions, sources[target - 1], target);
 
-  // Its own process group, so a terminal's ^C reaches the host (which cancels
-  // cleanly) rather than the launcher; default signal dispositions and mask.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attributes, &all);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  const own_group_attributes attributes;  // a terminal's ^C reaches the host, which cancels cleanly
 
   char* argv[] = {const_cast<char*>(launcher_path.c_str()), nullptr};
   char* empty_env[] = {nullptr};  // the launcher needs nothing from the host's environment
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, launcher_path.c_str(), &actions, &attributes, argv, empty_env);
+  const int rc = ::posix_spawn(&pid, launcher_path.c_str(), &actions, attributes.get(), argv, empty_env);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
   for (int i = 0; i < 4; ++i) {
     const int original[] = {fds.stdout_write, fds.stderr_write, fds.control, fds.channel};
     if (sources[i] != original[i]) ::close(sources[i]);

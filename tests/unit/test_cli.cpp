@@ -58,3 +58,25 @@ TEST_CASE("help for each command") {
         std::string::npos);
   CHECK(std::get<cli::help_command>(parse({"describe", "-h"}).value()).text.find("--json") != std::string::npos);
 }
+
+TEST_CASE("psych run output, artifact and MCP options") {
+  auto r = parse({"run", "--preview-bytes", "2K", "--max-output-bytes", "1M", "--preserve", "required", "--blob-dir",
+                  "/var/blobs", "--tenant", "acme", "--collect-artifacts", "--mcp",
+                  "fs=/usr/bin/mcp-server-filesystem  /srv/data", "--mcp", "docs=node server.js", "prog.py"});
+  REQUIRE(r.has_value());
+  const auto& run = std::get<cli::run_command>(r.value());
+  CHECK(run.output.preview_bytes == 2048);
+  CHECK(run.output.max_bytes == std::uint64_t{1} << 20);
+  CHECK(run.output.preserve == output_preservation::required);
+  CHECK(run.blob_dir == "/var/blobs");
+  CHECK(run.tenant == "acme");
+  CHECK(run.collect_artifacts);
+  REQUIRE(run.mcp_servers.size() == 2);
+  CHECK(run.mcp_servers[0].first == "fs");
+  CHECK(run.mcp_servers[0].second == std::vector<std::string>{"/usr/bin/mcp-server-filesystem", "/srv/data"});
+  CHECK(run.mcp_servers[1].second == std::vector<std::string>{"node", "server.js"});
+  CHECK(error_of({"run", "--mcp", "nocommand", "p.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"run", "--mcp", "a__b=cmd", "p.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"run", "--mcp", "fs=", "p.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"run", "--preserve", "always", "p.py"}) == error_kind::invalid_argument);
+}
