@@ -854,7 +854,8 @@ std::vector<binding> mcp_binding_source::offered_now() {
       for (mcp_tool& t : tools.value()) {
         if (t.name.empty() || !seen.insert(t.name).second) continue;
         bindings.push_back({.name = client.name() + "__" + t.name, .description = std::move(t.description),
-                            .input_schema_json = std::move(t.input_schema_json), .deferred = false});
+                            .input_schema_json = std::move(t.input_schema_json), .deferred = false,
+                            .origin = binding_origin::mcp});
       }
       cached = std::move(bindings);
     }

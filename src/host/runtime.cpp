@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "psych/builtins.hpp"
+#include "psych/host/result_json.hpp"
 #include "psych/protocol/json.hpp"
 
 namespace psych {
@@ -129,6 +130,11 @@ result<agent_attempt> runtime::start_attempt(const agent_version& version, run_l
     run.emplace(std::move(opened));
   }
   return agent_attempt(setup_, version, chosen, std::move(tenant), std::move(run));
+}
+
+std::string run_code_payload(const run_code_outcome& outcome) {
+  if (const auto* refused = std::get_if<refusal>(&outcome)) return host::refusal_to_json(*refused);
+  return host::result_to_json(std::get<sandbox_result>(outcome));
 }
 
 std::vector<std::string> agent_attempt::tool_names() const {

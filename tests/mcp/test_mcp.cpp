@@ -503,6 +503,7 @@ TEST_CASE("mcp_binding_source: every server's tools as server__tool, invoked thr
     for (const binding& b : offered) {
       names.insert(b.name);
       CHECK_FALSE(b.deferred);
+      CHECK(b.origin == binding_origin::mcp);
     }
     for (const char* expected : {"everything__echo", "everything__get-env", "fake__list-repos", "fake__last-cancelled"}) {
       CAPTURE(expected);

@@ -13,6 +13,13 @@
 
 namespace psych {
 
+/// Where a tool comes from, as the catalogue knows it: every kind is reached through the same port.
+enum class binding_origin {
+  tool,  ///< a tool registered with the runtime (a CodeTool, an HttpTool)
+  mcp,   ///< a tool of a connected MCP server, named `server__tool`
+  a2a,   ///< a skill of a connected A2A peer, named `peer__skill`
+};
+
 /// One tool a program may call, by its model-facing name, whatever characters that has.
 struct binding {
   std::string name;
@@ -22,6 +29,7 @@ struct binding {
   std::string input_schema_json = "{}";
   /// Left out of the model's prompt (a deferred MCP catalogue); still bindable.
   bool deferred = false;
+  binding_origin origin = binding_origin::tool;
 };
 
 /// The runtime's catalogue: every tool this agent can call right now, after every narrowing

@@ -110,6 +110,10 @@ class agent_attempt {
   std::optional<code_run> run_;
 };
 
+/// What the model reads back from one run_code call: the refusal ({"refused": {reason, message}})
+/// or the result with its previews and handles (result_json.hpp), as one JSON object.
+std::string run_code_payload(const run_code_outcome& outcome);
+
 /// Whether `returned` is within `offered`: every limit no higher, and network not turned on.
 bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered);
 
