@@ -23,6 +23,14 @@
 
 namespace conformance {
 
+/// A program that calls `echo` `calls` times and returns, per call, the echoed index or the
+/// ToolError's kind: how the cases see a budget run out from inside.
+inline std::string echo_calls_program(int calls) {
+  return "out = []\nfor i in range(" + std::to_string(calls) +
+         "):\n    try:\n        out.append((await call_tool(\"echo\", {\"i\": i}))[\"arguments\"][\"i\"])\n"
+         "    except ToolError as error:\n        out.append(error.kind)\nreturn out\n";
+}
+
 class recording_invoker final : public psych::tool_invoker {
  public:
   ~recording_invoker() override {

@@ -527,16 +527,7 @@ TEST_CASE("bindings: a worker killed mid-call leaves the call UNKNOWN; the next 
     REQUIRE(run.unknown_calls().size() == 1);
     CHECK(run.unknown_calls().front().tool == "stubborn");
     CHECK(run.run_spent().value().calls == 1);
-    const auto next = run.run({.program = R"PY(
-out = []
-for i in range(2):
-    try:
-        out.append((await call_tool("echo", {"i": i}))["arguments"]["i"])
-    except ToolError as error:
-        out.append(error.kind)
-return out
-)PY",
-                               .terms = conformance::terms_for(sb)});
+    const auto next = run.run({.program = conformance::echo_calls_program(2), .terms = conformance::terms_for(sb)});
     REQUIRE_MESSAGE(next.ok(), (next.failure ? next.failure->message : ""));
     CHECK(next.value->text == R"([0,"budget_exhausted"])");
     CHECK(invoker.calls == 1);  // the stubborn call was not re-run

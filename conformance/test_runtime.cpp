@@ -214,15 +214,7 @@ TEST_CASE("runtime: a tenant's policy narrows the profile's BindingBudget for th
                                .catalogue = &catalogue,
                                .invoker = &invoker})
                   .value();
-    const char* two_calls = R"PY(
-out = []
-for i in range(2):
-    try:
-        out.append((await call_tool("echo", {"i": i}))["arguments"]["i"])
-    except ToolError as error:
-        out.append(error.kind)
-return out
-)PY";
+    const auto two_calls = conformance::echo_calls_program(2);
     const auto version = rt.publish(analyst()).value();
     for (const auto& [tenant, expected] : {std::pair{"small", R"([0,"budget_exhausted"])"}, {"large", "[0,1]"}}) {
       scratch_log log;

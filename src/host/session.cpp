@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -363,7 +364,7 @@ class session {
     }
     auto& slot = in_flight_[call.id];
     slot.call = std::get<admitted_call>(std::move(admission));
-    *invoking_ = true;
+    *invoking_ = call.id;
     const tool_call asked{slot.call.call_id, plan_.bindings.run.execution_id, slot.call.tool, slot.call.arguments_json};
     // A tool that answers at once, on this thread, is answered without a trip through the queue;
     // any other completion is posted here from wherever it came.
@@ -372,13 +373,15 @@ class session {
     gateway_.invoker()->invoke(
         asked, slot.stop.get_token(),
         [sink = sink_, this, id = call.id, own_thread, at_once = &at_once, invoking = invoking_](tool_outcome outcome) {
-          if (std::this_thread::get_id() == own_thread && *invoking) {
+          // Only this very call's completion, inside its own invoke(): an invoker that completes an
+          // earlier call from within a later invoke() goes through the queue like any other.
+          if (std::this_thread::get_id() == own_thread && *invoking == id) {
             *at_once = std::move(outcome);
             return;
           }
           sink->post([this, id, outcome = std::move(outcome)] { on_call_done(id, outcome); });
         });
-    *invoking_ = false;
+    *invoking_ = not_invoking;
     if (at_once) on_call_done(call.id, *at_once);
   }
 
@@ -637,8 +640,9 @@ class session {
   binding_gateway gateway_;
   std::shared_ptr<completion_sink> sink_;
   std::map<std::int64_t, flight> in_flight_;
-  /// True only while this thread is inside invoke(): a completion on this thread is then at once.
-  std::shared_ptr<bool> invoking_ = std::make_shared<bool>(false);
+  /// The id of the call whose invoke() this thread is inside, if any: its completion is then at once.
+  static constexpr std::int64_t not_invoking = std::numeric_limits<std::int64_t>::min();
+  std::shared_ptr<std::int64_t> invoking_ = std::make_shared<std::int64_t>(not_invoking);
   std::deque<std::string> outbox_;
   bool program_over_ = false;
 
