@@ -28,14 +28,14 @@ int main(int argc, char** argv) {
   }
   conformance::recording_invoker invoker;
   invoker.hang_marker = argv[3];
-  conformance::listed_catalogue catalogue({{"stubborn", "never returns"}, {"echo", ""}});
+  conformance::listed_catalogue catalogue({{"deaf", "never returns"}, {"echo", ""}});
   auto run = psych::code_run::attempt(
       {.backend = sandbox.value().get(), .catalogue = &catalogue, .invoker = &invoker, .log = log.value().get()});
   if (!run) return 1;
   psych::execution_terms terms;
   terms.isolation = options.isolation;
   terms.limits.wall_seconds = 60.0;
-  const auto result = run.value().run({.program = "return await call_tool('stubborn', {})", .terms = terms});
+  const auto result = run.value().run({.program = "return await call_tool('deaf', {})", .terms = terms});
   std::fprintf(stderr, "crash worker: the program ended, which it never should: %s\n",
                result.failure ? result.failure->message.c_str() : "ok");
   return 1;

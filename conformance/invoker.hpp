@@ -4,7 +4,7 @@
 //   fails       fails as a tool does (tool_failed);
 //   slow        answers after 300 ms on a thread of its own, or `cancelled` when asked to stop;
 //   hang        answers only when asked to stop (`cancelled`), after writing `hang_marker` if set;
-//   stubborn    as hang, but ignores the stop request too (a worker's tool that never returns);
+//   deaf        as hang, but ignores the stop request too (a worker's tool that never returns);
 //   delete_all  needs a person's approval; `deleted` counts the times its effect happened;
 //   forbidden   is refused by the tenant's policy;
 //   big         answers with a string of arguments["size"] bytes;
@@ -48,7 +48,7 @@ class recording_invoker final : public psych::tool_invoker {
               std::function<void(psych::tool_outcome)> done) override {
     ++calls;
     const std::string tool(call.tool), arguments(call.arguments_json);
-    if (tool == "slow" || tool == "hang" || tool == "stubborn") {
+    if (tool == "slow" || tool == "hang" || tool == "deaf") {
       std::lock_guard lock(mutex_);
       threads_.emplace_back([this, tool, arguments, stop, done = std::move(done)](std::stop_token own) {
         const int now = ++in_flight;
@@ -59,7 +59,7 @@ class recording_invoker final : public psych::tool_invoker {
         std::condition_variable_any woken;
         std::unique_lock held(m);
         const auto limit = tool == "slow" ? std::chrono::milliseconds(300) : std::chrono::hours(1);
-        woken.wait_for(held, tool == "stubborn" ? own : stop, limit, [] { return false; });
+        woken.wait_for(held, tool == "deaf" ? own : stop, limit, [] { return false; });
         --in_flight;
         if (tool != "slow" || stop.stop_requested()) {
           ++stopped;

@@ -525,12 +525,12 @@ TEST_CASE("bindings: a worker killed mid-call leaves the call UNKNOWN; the next 
     REQUIRE_MESSAGE(log, (log ? "" : log.error().message()));
     auto run = open_run(sb, catalogue, invoker, *log.value(), {.max_run_calls = 2});
     REQUIRE(run.unknown_calls().size() == 1);
-    CHECK(run.unknown_calls().front().tool == "stubborn");
+    CHECK(run.unknown_calls().front().tool == "deaf");
     CHECK(run.run_spent().value().calls == 1);
     const auto next = run.run({.program = conformance::echo_calls_program(2), .terms = conformance::terms_for(sb)});
     REQUIRE_MESSAGE(next.ok(), (next.failure ? next.failure->message : ""));
     CHECK(next.value->text == R"([0,"budget_exhausted"])");
-    CHECK(invoker.calls == 1);  // the stubborn call was not re-run
+    CHECK(invoker.calls == 1);  // the deaf call was not re-run
     const auto finished = finished_records(*log.value());
     CHECK(std::ranges::count(finished, std::string("unknown_outcome"), &call_finished::outcome) == 1);
     // The killed worker's execution directories are its own temp root's; nothing else is left.

@@ -6,6 +6,7 @@
 // temporary file is renamed onto its content address, so a reader sees a whole blob or none. The
 // store keeps no mutable state in memory: concurrent put/stat/read from several threads (or
 // processes) rest on the filesystem's atomic rename and need no lock.
+#include "sha256.hpp"
 #include "unique_fd.hpp"
 #include "psych/host/blob_store.hpp"
 
@@ -59,19 +60,10 @@ auto damaged(std::string_view path, std::string_view why) {
 /// The same words for a malformed handle, another tenant's handle and one that never existed.
 auto not_found() { return failure(error_kind::blob_not_found, "no blob with this handle for this tenant"); }
 
+/// The store's digests: a failing digest is the store's failure.
 result<std::string> sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, 32> digest{};
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 ||
-      length != digest.size())
-    return failure(error_kind::blob_store_failed, "EVP_Digest(SHA-256) failed");
-  constexpr std::string_view digits = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * digest.size());
-  for (const unsigned char byte : digest) {
-    hex.push_back(digits[byte >> 4]);
-    hex.push_back(digits[byte & 0xf]);
-  }
+  auto hex = host::sha256_hex(bytes);
+  if (!hex) return failure(error_kind::blob_store_failed, hex.error().detail);
   return hex;
 }
 

@@ -7,24 +7,15 @@
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/keys.hpp>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "psych/builtins.hpp"
+#include "sha256.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/protocol/json.hpp"
 
 namespace psych {
 
 namespace {
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 /// A binding the spec may list: a tool it is granted, a callable built-in, or a tool of a server
 /// that is connected now (whether that server still offers it is not asked: publishing must not
@@ -101,7 +92,8 @@ result<agent_version> runtime::publish(const agent_spec& spec) const {
                      fmt::format("code_execution asks for profile {:?}, and no sandbox is registered under that name",
                                  spec.code->profile));
   }
-  return agent_version{spec, sha256_hex(protocol::encode_json(spec))};
+  PSYCH_TRY(auto hash, host::sha256_hex(protocol::encode_json(spec)));
+  return agent_version{spec, std::move(hash)};
 }
 
 std::vector<profile_status> runtime::verify_sandboxes() const {
