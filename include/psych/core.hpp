@@ -14,5 +14,6 @@
 #include "psych/reports.hpp"
 #include "psych/result.hpp"
 #include "psych/sandbox_result.hpp"
+#include "psych/terminal_text.hpp"
 #include "psych/terms.hpp"
 #include "psych/tool_errors.hpp"
