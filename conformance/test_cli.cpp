@@ -12,7 +12,9 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <rapidjson/document.h>
 
+#include "../tests/unit/terminal_checks.hpp"
 #include "backends.hpp"
 
 namespace {
@@ -51,6 +53,8 @@ class program_file {
 };
 
 const std::string psych_cli = PSYCH_CLI_PATH;
+
+using psych::testing::terminal_control_in;
 
 }  // namespace
 
@@ -151,6 +155,99 @@ TEST_CASE("psych run --json uses the spec's result names") {
                           "\"duration_seconds\":", "\"isolation\":\"process\"", "\"guarantees\":{\"filesystem\":",
                           "\"network_denied\":true", "\"artifacts\":[]", "\"artifacts_omitted\":0"})
     CHECK_MESSAGE(r.output.find(key) != std::string::npos, key);
+}
+
+namespace {
+
+/// What the program below prints, returns and raises: each way a program could drive a terminal. In
+/// Python source, so the program file itself is plain ASCII; U+009B is text, encoded C2 9B on output.
+const char* const hostile_python =
+    R"PY(SEQ = ("A\x1b]52;c;aGVsbG8=\x07" "B\x1b]0;title\x07" "C\x1b]8;;http://x.invalid/\x1b\\link\x1b]8;;\x1b\\"
+       "D\x1b[2J" "E\x07" "F\x08" "G\r" "H\x9b2J" "I\x7f")
+import sys
+print(SEQ, flush=True)
+sys.stdout.buffer.write(b"raw \x9b2J \xff\n")
+sys.stdout.buffer.flush()
+print(SEQ, file=sys.stderr, flush=True)
+sys.stderr.buffer.write(b"raw \x9b2J\n")
+sys.stderr.buffer.flush()
+open("art\x1b]0;t\x07\x9b.txt", "w").write("x")
+open(b"raw\x9b\xff.bin", "w").write("x")
+)PY";
+/// The same sequences as the bytes the program writes for SEQ.
+const std::string hostile_utf8 =
+    "A\x1b]52;c;aGVsbG8=\x07" "B\x1b]0;title\x07" "C\x1b]8;;http://x.invalid/\x1b\\link\x1b]8;;\x1b\\"
+    "D\x1b[2J" "E\x07" "F\x08" "G\r" "H\xc2\x9b" "2J" "I\x7f";
+/// How the readable report spells SEQ.
+const std::string hostile_shown =
+    "A\\x1b]52;c;aGVsbG8=\\x07B\\x1b]0;title\\x07C\\x1b]8;;http://x.invalid/\\x1b\\link\\x1b]8;;\\x1b\\"
+    "D\\x1b[2JE\\x07F\\x08G\\rH\\x9b2JI\\x7f";
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;
+  return count;
+}
+
+rapidjson::Document json_of(const std::string& output) {
+  rapidjson::Document doc;
+  doc.Parse(output.c_str(), output.size());
+  REQUIRE_MESSAGE(!doc.HasParseError(), output);
+  REQUIRE(doc.IsObject());
+  return doc;
+}
+
+std::string string_at(const rapidjson::Value& object, const char* key) {
+  REQUIRE_MESSAGE(object.HasMember(key), key);
+  REQUIRE_MESSAGE(object[key].IsString(), key);
+  return {object[key].GetString(), object[key].GetStringLength()};
+}
+
+}  // namespace
+
+TEST_CASE("psych run: a program cannot drive the operator's terminal") {
+  const std::string replacement = "\xef\xbf\xbd";  // previews show bytes that are not UTF-8 as U+FFFD
+  SUBCASE("printed to stdout and stderr, returned as the value, left as an artifact's name") {
+    program_file p(std::string(hostile_python) + "return SEQ\n");
+    const auto readable = shell(psych_cli + " run --collect-artifacts " + p.path());
+    CHECK(readable.status == 0);
+    CHECK_MESSAGE(terminal_control_in(readable.output).empty(),
+                  terminal_control_in(readable.output) << "\n" << readable.output);
+    // The value is JSON text: its C0 controls arrive \u-escaped, but DEL and U+009B arrive raw.
+    CHECK(readable.output.find("value: \"A\\u001b]52;c;aGVsbG8=\\u0007B") != std::string::npos);
+    CHECK(readable.output.find("F\\bG\\rH\\x9b2JI\\x7f\"") != std::string::npos);
+    CHECK(count_of(readable.output, "  | " + hostile_shown + "\n") == 2);  // stdout and stderr
+    CHECK(readable.output.find("attachment: artifact:art\\x1b]0;t\\x07\\x9b.txt") != std::string::npos);
+
+    const auto json = shell(psych_cli + " run --json --collect-artifacts " + p.path());
+    CHECK(json.status == 0);
+    CHECK(json.output.find('\x1b') == std::string::npos);  // JSON escapes control characters
+    const auto doc = json_of(json.output);
+    CHECK(string_at(doc, "stdout") == hostile_utf8 + "\nraw " + replacement + "2J " + replacement + "\n");
+    CHECK(string_at(doc, "stderr") == hostile_utf8 + "\nraw " + replacement + "2J\n");
+    REQUIRE(doc["value"].IsString());
+    CHECK(string_at(doc, "value") == hostile_utf8);
+  }
+  SUBCASE("raised in an exception: the failure message and the traceback") {
+    program_file p(std::string(hostile_python) + "raise ValueError(SEQ)\n");
+    const auto readable = shell(psych_cli + " run " + p.path());
+    CHECK(readable.status == 1);
+    CHECK_MESSAGE(terminal_control_in(readable.output).empty(),
+                  terminal_control_in(readable.output) << "\n" << readable.output);
+    CHECK(count_of(readable.output, "  | " + hostile_shown + "\n") == 2);
+    CHECK(readable.output.find("failure: exception: ") != std::string::npos);
+    CHECK(readable.output.find(hostile_shown + "\n", readable.output.find("failure: exception: ")) !=
+          std::string::npos);
+    CHECK(readable.output.find("  ValueError: " + hostile_shown + "\n") != std::string::npos);  // the traceback
+
+    const auto json = shell(psych_cli + " run --json " + p.path());
+    CHECK(json.status == 1);
+    CHECK(json.output.find('\x1b') == std::string::npos);
+    const auto doc = json_of(json.output);
+    REQUIRE(doc["failure"].IsObject());
+    CHECK(string_at(doc["failure"], "message").find(hostile_utf8) != std::string::npos);
+    CHECK(string_at(doc["failure"], "traceback").find("ValueError: " + hostile_utf8) != std::string::npos);
+  }
 }
 
 TEST_CASE("psych describe: a table an operator can read, and problems instead of crashes") {

@@ -15,6 +15,7 @@
 
 #include "cli.hpp"
 #include "config.hpp"
+#include "report.hpp"
 #include "psych/host/mcp.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
@@ -26,7 +27,8 @@ using namespace psych;
 enum exit_status : int { completed = 0, failed = 1, usage_error = 2, refused = 3 };
 
 int fail_usage(const error& e) {
-  fmt::print(stderr, "psych: {}\n", e.message());
+  // The message can quote a path, a config file or an MCP server's words.
+  fmt::print(stderr, "psych: {}\n", terminal_text(e.message()));
   return usage_error;
 }
 
@@ -79,47 +81,6 @@ class signal_canceller {
   std::thread waiter_;
 };
 
-void print_text(const sandbox_result& r) {
-  if (r.value) fmt::print("value: {}\n", r.value->text);
-  else if (!r.failure) fmt::print("value: None\n");
-  const auto stream = [](const char* name, const std::string& preview, std::uint64_t size) {
-    fmt::print("{} ({} bytes){}\n", name, size, size ? ":" : "");
-    if (size) {
-      std::istringstream lines(preview);
-      for (std::string line; std::getline(lines, line);) fmt::print("  | {}\n", line);
-    }
-  };
-  stream("stdout", r.stdout_preview, r.stdout_size);
-  stream("stderr", r.stderr_preview, r.stderr_size);
-  if (r.failure) {
-    fmt::print("failure: {}: {}\n", name_of(r.failure->kind), r.failure->message);
-    if (!r.failure->traceback.empty()) {
-      std::istringstream lines(r.failure->traceback);
-      for (std::string line; std::getline(lines, line);) fmt::print("  {}\n", line);
-    }
-  }
-  if (r.limit_hit) fmt::print("limit hit: {}\n", name_of(*r.limit_hit));
-  if (r.cancelled) fmt::print("cancelled: yes\n");
-  fmt::print("isolation: {}   duration: {:.3f} s   network denied: {}\n",
-             r.isolation ? name_of(*r.isolation) : "none (nothing ran)", r.duration_seconds,
-             r.network_denied ? "yes" : "no");
-  fmt::print("guarantees:\n");
-  boost::hana::for_each(boost::hana::accessors<guarantee_grades>(), [&](auto field) {
-    fmt::print("  {:<14} {}\n", boost::hana::to<char const*>(boost::hana::first(field)),
-               name_of(boost::hana::second(field)(r.guarantees)));
-  });
-  for (const auto& a : r.attachments)
-    if (a.location == attachment_location::blob || a.name.starts_with("artifact:"))
-      fmt::print("attachment: {} ({} bytes, {}{})\n", a.name, a.size_bytes, name_of(a.location),
-                 a.handle.empty() ? "" : ", " + a.handle);
-  if (r.artifacts_omitted) {
-    fmt::print("artifacts omitted: {}", r.artifacts_omitted);
-    for (const auto& [reason, count] : r.artifacts_omitted_by_reason) fmt::print("  {} {}", reason, count);
-    fmt::print("\n");
-  }
-  for (const auto& problem : r.problems) fmt::print("problem: {}\n", problem);
-}
-
 /// The deployment's settings: a config file if given, --allow-same-uid on top.
 result<local_sandbox_options> sandbox_options(const std::string& config_path, bool allow_same_uid) {
   local_sandbox_options options;
@@ -147,7 +108,7 @@ int run(const cli::run_command& command) {
     if (command.json)
       fmt::print("{}\n", host::refusal_to_json(*refusal));
     else
-      fmt::print("refused: {}: {}\n", name_of(refusal->reason), refusal->message);
+      fmt::print("{}", cli::refusal_report(*refusal));
     return refused;
   }
   std::unique_ptr<directory_blob_store> blobs;
@@ -179,7 +140,7 @@ int run(const cli::run_command& command) {
        .tenant = command.tenant},
       canceller.token());
   if (command.json) fmt::print("{}\n", host::result_to_json(result));
-  else print_text(result);
+  else fmt::print("{}", cli::result_report(result));
   return result.failure ? failed : completed;
 }
 
@@ -196,24 +157,7 @@ int describe(const cli::describe_command& command) {
     fmt::print("{}\n", host::description_to_json(d, backends));
     return d.ready ? completed : failed;
   }
-  fmt::print("local backends:\n");
-  for (const auto& b : backends)
-    fmt::print("  {:<18} {:<9} {:<13} {}\n", b.name, name_of(b.isolation), b.available ? "available" : "unavailable",
-               b.reason);
-  fmt::print("\nchosen: {}   ready: {}   isolation reached: {}\n", d.backend.empty() ? "none" : d.backend,
-             d.ready ? "yes" : "no", name_of(d.isolation));
-  if (!d.interpreter.empty()) fmt::print("interpreter: {}\nlauncher: {}\n", d.interpreter, d.launcher);
-  const auto& c = d.limit_ceiling;
-  fmt::print("limit ceiling: cpu {} s, memory {} B, file size {} B, processes {}, wall {} s\n", c.cpu_seconds.value,
-             c.address_space_bytes.value, c.file_size_bytes.value, c.process_count.value, c.wall_seconds.value);
-  fmt::print("guarantees:\n");
-  boost::hana::for_each(boost::hana::accessors<guarantee_grades>(), [&](auto field) {
-    fmt::print("  {:<14} {}\n", boost::hana::to<char const*>(boost::hana::first(field)),
-               name_of(boost::hana::second(field)(d.guarantees)));
-  });
-  fmt::print("mechanisms:\n");
-  for (const auto& m : d.mechanisms) fmt::print("  {}\n", m);
-  for (const auto& p : d.problems) fmt::print("problem: {}\n", p);
+  fmt::print("{}", cli::description_report(d, backends));
   return d.ready ? completed : failed;
 }
 
