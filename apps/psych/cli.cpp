@@ -2,57 +2,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <concepts>
+
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace psych::cli {
-
-const char* const usage =
-    "usage: psych <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run       run one model-written program in the local sandbox and print its result\n"
-    "  describe  show the local backends and what the sandbox can prove (a fixed probe, no program)\n"
-    "\n"
-    "psych <command> --help for the options of a command.\n";
-
-const char* const run_usage =
-    "usage: psych run [options] PROGRAM|-\n"
-    "\n"
-    "Runs PROGRAM (a Python file, or - for standard input) in a fresh sandbox. The program may use\n"
-    "top-level await and top-level return; otherwise its final expression is its value.\n"
-    "\n"
-    "options:\n"
-    "  --json                    print the result as one JSON object\n"
-    "  --isolation LEVEL         minimum isolation: process (default) or isolated; the strongest local\n"
-    "                            backend that reaches it runs the program\n"
-    "  --backend NAME            pin one backend: linux-process or linux-namespaces\n"
-    "  --wall-seconds S          wall-clock limit\n"
-    "  --cpu-seconds S           CPU time limit\n"
-    "  --memory-bytes N          memory (address space) limit; K, M, G suffixes allowed\n"
-    "  --file-size-bytes N       largest file the program may write; K, M, G allowed\n"
-    "  --process-count N         processes and threads, the interpreter included\n"
-    "  --preview-bytes N         per stream, what the result's previews show (default 4000)\n"
-    "  --max-output-bytes N      per stream, what is captured at all (default 8M); the rest is counted\n"
-    "  --blob-dir DIR            preserve outputs and artifacts in a BlobStore at DIR (handles in the result)\n"
-    "  --tenant NAME             whose blobs they are (default: default)\n"
-    "  --preserve MODE           when_available (default) or required: fail when nothing can preserve\n"
-    "  --collect-artifacts       return the files the program leaves in its workspace\n"
-    "  --mcp NAME=COMMAND        start an MCP server over stdio (COMMAND split at spaces); the program\n"
-    "                            calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable\n"
-    "  --allow-same-uid          when not root: let the child run as your own uid (identity: unavailable)\n"
-    "  --config FILE             deployment settings as JSON: python_bin, default_limits, env_allowlist,\n"
-    "                            allow_same_uid, launcher_path, run_as_uid, run_as_gid, temp_root, backend\n"
-    "  --help                    this text\n"
-    "\n"
-    "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
-    "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.\n";
-
-const char* const describe_usage =
-    "usage: psych describe [--json] [--allow-same-uid] [--config FILE]\n"
-    "\n"
-    "Lists the local backends (available or not, and why), then runs the fixed containment probe\n"
-    "of the chosen one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
-    "exit status: 0 ready; 1 not ready; 2 usage or configuration error.\n";
 
 namespace {
 
@@ -104,102 +60,181 @@ result<std::pair<std::string, std::vector<std::string>>> parse_mcp(std::string_v
   return std::pair{std::string(name), std::move(command)};
 }
 
-result<command> parse_run(std::span<const std::string_view> args) {
-  run_command run;
-  bool have_program = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto arg = args[i];
-    if (arg == "--help" || arg == "-h") return command{help_command{run_usage}};
-    if (arg == "--json" || arg == "--allow-same-uid" || arg == "--collect-artifacts") {
-      (arg == "--json" ? run.json : arg == "--allow-same-uid" ? run.allow_same_uid : run.collect_artifacts) = true;
-      continue;
-    }
-    if (arg.starts_with("--")) {
-      if (i + 1 >= args.size()) return failure(error_kind::invalid_argument, fmt::format("{} needs a value", arg));
-      const auto value = args[++i];
-      if (arg == "--config") {
-        run.config_path = std::string(value);
-      } else if (arg == "--backend") {
-        run.backend = std::string(value);
-      } else if (arg == "--isolation") {
-        const auto level = parse_enum<isolation_level>(value);
-        if (!level)
-          return failure(error_kind::invalid_argument,
-                         fmt::format("--isolation is process or isolated, got '{}'", value));
-        run.isolation = *level;
-      } else if (arg == "--wall-seconds") {
-        PSYCH_TRY(auto parsed, parse_seconds(arg, value));
-        run.limits.wall_seconds = parsed;
-      } else if (arg == "--cpu-seconds") {
-        PSYCH_TRY(auto parsed, parse_seconds(arg, value));
-        run.limits.cpu_seconds = parsed;
-      } else if (arg == "--memory-bytes") {
-        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
-        run.limits.memory_bytes = parsed;
-      } else if (arg == "--file-size-bytes") {
-        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
-        run.limits.file_size_bytes = parsed;
-      } else if (arg == "--process-count") {
-        PSYCH_TRY(auto parsed, parse_count(arg, value, false));
-        run.limits.process_count = parsed;
-      } else if (arg == "--preview-bytes") {
-        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
-        run.output.preview_bytes = parsed;
-      } else if (arg == "--max-output-bytes") {
-        PSYCH_TRY(auto parsed, parse_count(arg, value, true));
-        run.output.max_bytes = parsed;
-      } else if (arg == "--preserve") {
-        const auto preserve = parse_enum<output_preservation>(value);
-        if (!preserve)
-          return failure(error_kind::invalid_argument,
-                         fmt::format("--preserve is required or when_available, got '{}'", value));
-        run.output.preserve = *preserve;
-      } else if (arg == "--blob-dir") {
-        run.blob_dir = std::string(value);
-      } else if (arg == "--tenant") {
-        run.tenant = std::string(value);
-      } else if (arg == "--mcp") {
-        PSYCH_TRY(auto server, parse_mcp(value));
-        run.mcp_servers.push_back(std::move(server));
-      } else {
-        return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych run --help)", arg));
-      }
-      continue;
-    }
-    if (have_program)
-      return failure(error_kind::invalid_argument, fmt::format("one program per run; unexpected '{}'", arg));
-    run.program_path = std::string(arg);
-    have_program = true;
-  }
-  if (!have_program) return failure(error_kind::invalid_argument, "psych run needs a PROGRAM file, or - for stdin");
-  return command{run};
+template <named_enum E>
+std::string spellings_of(std::string_view separator) {
+  return fmt::format("{}", fmt::join(enum_names<E>::spellings, separator));
 }
 
-result<command> parse_describe(std::span<const std::string_view> args) {
-  describe_command describe;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto arg = args[i];
-    if (arg == "--help" || arg == "-h") return command{help_command{describe_usage}};
-    if (arg == "--config") {
-      if (i + 1 >= args.size()) return failure(error_kind::invalid_argument, "--config needs a value");
-      describe.config_path = std::string(args[++i]);
-    } else if (arg == "--json") describe.json = true;
-    else if (arg == "--allow-same-uid") describe.allow_same_uid = true;
-    else return failure(error_kind::invalid_argument, fmt::format("unknown option {} (see psych describe --help)", arg));
-  }
-  return command{describe};
+// ---- How an option's text becomes a field. Each returns a converter: (option, text) -> result<void>.
+
+auto seconds_into(auto& field) {
+  return [&field](std::string_view option, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto value, parse_seconds(option, text));
+    field = value;
+    return success();
+  };
 }
+
+/// A whole number; `with_suffix` also takes K, M, G (binary multiples).
+auto count_into(auto& field, bool with_suffix) {
+  return [&field, with_suffix](std::string_view option, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto value, parse_count(option, text, with_suffix));
+    field = value;
+    return success();
+  };
+}
+
+template <named_enum E>
+auto enum_into(E& field) {
+  return [&field](std::string_view option, std::string_view text) -> result<void> {
+    const auto value = parse_enum<E>(text);
+    if (!value)
+      return failure(error_kind::invalid_argument,
+                     fmt::format("{} is one of {}, got '{}'", option, spellings_of<E>(", "), text));
+    field = *value;
+    return success();
+  };
+}
+
+auto mcp_into(std::vector<std::pair<std::string, std::vector<std::string>>>& servers) {
+  return [&servers](std::string_view, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto server, parse_mcp(text));
+    servers.push_back(std::move(server));
+    return success();
+  };
+}
+
+/// A refusal from one of the converters above, carried out of CLI11 (which reports by exception) to
+/// parse(), which returns it as a value.
+struct refused_value {
+  error why;
+};
+
+/// An option whose text psych converts, so a bad value is psych's named error (invalid_limit or
+/// invalid_argument, naming the option). It runs at each occurrence: a repeated option keeps the
+/// last value, and a collecting converter (--mcp) sees every one.
+template <class Convert>
+  requires std::invocable<Convert, std::string_view, std::string_view>
+CLI::Option* add_converted(CLI::App& app, const std::string& name, const std::string& value_name, Convert convert,
+                           const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [name, convert](const std::string& text) {
+            if (auto converted = convert(name, text); !converted) throw refused_value{converted.error()};
+          },
+          help)
+      ->type_name(value_name)
+      ->trigger_on_parse();
+}
+
+// ---- The options: one declaration each, from which parsing and the help text both come.
+
+void add_deployment_options(CLI::App& app, bool& allow_same_uid, std::string& config_path) {
+  app.add_flag("--allow-same-uid", allow_same_uid,
+               "when not root: let the child run as your own uid (identity: unavailable)");
+  app.add_option("--config", config_path,
+                 "deployment settings as JSON: python_bin, default_limits, env_allowlist, allow_same_uid, "
+                 "launcher_path, run_as_uid, run_as_gid, temp_root, backend")
+      ->type_name("FILE");
+}
+
+void add_run_options(CLI::App& app, run_command& run) {
+  app.add_flag("--json", run.json, "print the result as one JSON object");
+  add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
+                "minimum isolation (default process); the strongest local backend that reaches it runs the program");
+  app.add_option("--backend", run.backend, "pin one backend: linux-process or linux-namespaces")->type_name("NAME");
+  add_converted(app, "--wall-seconds", "S", seconds_into(run.limits.wall_seconds), "wall-clock limit");
+  add_converted(app, "--cpu-seconds", "S", seconds_into(run.limits.cpu_seconds), "CPU time limit");
+  add_converted(app, "--memory-bytes", "N", count_into(run.limits.memory_bytes, true),
+                "memory (address space) limit; K, M, G suffixes allowed");
+  add_converted(app, "--file-size-bytes", "N", count_into(run.limits.file_size_bytes, true),
+                "largest file the program may write; K, M, G allowed");
+  add_converted(app, "--process-count", "N", count_into(run.limits.process_count, false),
+                "processes and threads, the interpreter included");
+  add_converted(app, "--preview-bytes", "N", count_into(run.output.preview_bytes, true),
+                "per stream, what the result's previews show (default 4000)");
+  add_converted(app, "--max-output-bytes", "N", count_into(run.output.max_bytes, true),
+                "per stream, what is captured at all (default 8M); the rest is counted");
+  app.add_option("--blob-dir", run.blob_dir, "preserve outputs and artifacts in a BlobStore at DIR (handles in the result)")
+      ->type_name("DIR");
+  app.add_option("--tenant", run.tenant, "whose blobs they are (default: default)")->type_name("NAME");
+  add_converted(app, "--preserve", spellings_of<output_preservation>("|"), enum_into(run.output.preserve),
+                "when_available (default), or required: fail when nothing can preserve");
+  app.add_flag("--collect-artifacts", run.collect_artifacts, "return the files the program leaves in its workspace");
+  add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(run.mcp_servers),
+                "start an MCP server over stdio (COMMAND split at spaces); the program calls its tools as "
+                "NAME__tool (call_tool, aliases, TOOLS); repeatable");
+  add_deployment_options(app, run.allow_same_uid, run.config_path);
+  app.add_option("PROGRAM", run.program_path, "the Python file to run, or - for standard input")
+      ->required()
+      ->type_name("");
+}
+
+void add_describe_options(CLI::App& app, describe_command& describe) {
+  app.add_flag("--json", describe.json, "print the backends and the description as one JSON object");
+  add_deployment_options(app, describe.allow_same_uid, describe.config_path);
+}
+
+// CLI11 shows a command's description both in the list of commands and atop its own help, so the
+// description is one line and the longer prose goes in the footer.
+constexpr const char* run_footer =
+    "PROGRAM may use top-level await and top-level return; otherwise its final expression is its value.\n"
+    "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
+    "Program-made text in the readable report has its control characters spelled out (\\x1b); --json keeps the "
+    "exact bytes.\n"
+    "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.";
+constexpr const char* describe_footer =
+    "Lists the local backends (available or not, and why), then runs the fixed containment probe of the chosen\n"
+    "one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
+    "exit status: 0 ready; 1 not ready; 2 usage or configuration error.";
 
 }  // namespace
 
 result<command> parse(std::span<const std::string_view> args) {
-  if (args.empty()) return failure(error_kind::invalid_argument, "no command given (see psych --help)");
-  const auto name = args.front();
-  const auto rest = args.subspan(1);
-  if (name == "--help" || name == "-h" || name == "help") return command{help_command{usage}};
-  if (name == "run") return parse_run(rest);
-  if (name == "describe") return parse_describe(rest);
-  return failure(error_kind::invalid_argument, fmt::format("unknown command '{}' (see psych --help)", name));
+  run_command run;
+  describe_command describe;
+  CLI::App app("Runs a model-written Python program in the local sandbox and reports its result as data.",
+               "psych");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.get_formatter()->column_width(30);
+  app.require_subcommand(1);
+  app.footer("psych COMMAND --help for the options of a command.");
+  auto* run_app = app.add_subcommand("run", "run one model-written program in a fresh sandbox and print its result");
+  run_app->footer(run_footer);
+  add_run_options(*run_app, run);
+  auto* describe_app = app.add_subcommand(
+      "describe", "show the local backends and what the sandbox can prove (a fixed probe, no program)");
+  describe_app->footer(describe_footer);
+  add_describe_options(*describe_app, describe);
+  app.add_subcommand("help", "this text");
+
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return command{help_command{app.help()}};
+  } catch (const CLI::ParseError& e) {
+    const auto chosen = app.get_subcommands();
+    if (chosen.empty()) {
+      // CLI11 would only say that a subcommand is required; name what was given instead.
+      std::string commands;
+      for (const auto* c : app.get_subcommands([](const CLI::App*) { return true; }))
+        commands.append(commands.empty() ? "" : ", ").append(c->get_name());
+      if (args.empty())
+        return failure(error_kind::invalid_argument, fmt::format("no command given: {} (see psych --help)", commands));
+      return failure(error_kind::invalid_argument,
+                     fmt::format("unknown command '{}': the commands are {} (see psych --help)", args.front(), commands));
+    }
+    return failure(error_kind::invalid_argument,
+                   fmt::format("{} (see psych {} --help)", e.what(), chosen.front()->get_name()));
+  } catch (const refused_value& refused) {
+    return refused.why;
+  }
+  if (run_app->parsed()) return command{std::move(run)};
+  if (describe_app->parsed()) return command{describe};
+  return command{help_command{app.get_formatter()->make_help(&app, "psych", CLI::AppFormatMode::Normal)}};
 }
 
 }  // namespace psych::cli

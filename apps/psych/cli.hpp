@@ -1,6 +1,7 @@
 #pragma once
 // The psych command line: parsing only (no I/O), so that every usage error
-// is a named value a test can check.
+// is a named value a test can check. The options are declared once, in
+// cli.cpp, and the help text is generated from that declaration.
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,11 +41,10 @@ struct help_command {
 
 using command = std::variant<run_command, describe_command, help_command>;
 
-/// args excludes argv[0]. Errors are invalid_argument / invalid_limit.
+/// args excludes argv[0]; `--opt value` and `--opt=value` are the same. A value
+/// given twice keeps the last; --mcp is the one option that is repeated. Errors
+/// are invalid_limit (a limit that is zero, negative or not finite) or
+/// invalid_argument (anything else), each naming the option and what it got.
 result<command> parse(std::span<const std::string_view> args);
-
-extern const char* const usage;
-extern const char* const run_usage;
-extern const char* const describe_usage;
 
 }  // namespace psych::cli

@@ -80,3 +80,103 @@ TEST_CASE("psych run output, artifact and MCP options") {
   CHECK(error_of({"run", "--mcp", "fs=", "p.py"}) == error_kind::invalid_argument);
   CHECK(error_of({"run", "--preserve", "always", "p.py"}) == error_kind::invalid_argument);
 }
+
+TEST_CASE("--opt=value is --opt value") {
+  const auto spaced = parse({"run", "--wall-seconds", "2.5", "--memory-bytes", "1G", "--isolation", "isolated",
+                             "--backend", "linux-process", "--mcp", "fs=srv --root /data", "--config", "d.json", "p.py"});
+  const auto joined = parse({"run", "--wall-seconds=2.5", "--memory-bytes=1G", "--isolation=isolated",
+                             "--backend=linux-process", "--mcp=fs=srv --root /data", "--config=d.json", "p.py"});
+  REQUIRE(spaced.has_value());
+  REQUIRE(joined.has_value());
+  const auto& a = std::get<cli::run_command>(spaced.value());
+  const auto& b = std::get<cli::run_command>(joined.value());
+  CHECK(b.limits == a.limits);
+  CHECK(b.limits.wall_seconds.value == 2.5);
+  CHECK(b.limits.memory_bytes.value == std::uint64_t{1} << 30);
+  CHECK(b.isolation == isolation_level::isolated);
+  CHECK(b.backend == "linux-process");
+  CHECK(b.config_path == "d.json");
+  CHECK(b.mcp_servers == a.mcp_servers);
+  CHECK(b.mcp_servers.at(0).second == std::vector<std::string>{"srv", "--root", "/data"});
+  CHECK(std::get<cli::describe_command>(parse({"describe", "--config=d.json"}).value()).config_path == "d.json");
+  // The same checks apply to either spelling.
+  CHECK(error_of({"run", "--wall-seconds=-3", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--isolation=vm", "a.py"}) == error_kind::invalid_argument);
+}
+
+TEST_CASE("where a value or a program goes") {
+  SUBCASE("options may follow the program") {
+    const auto r = parse({"run", "p.py", "--json", "--wall-seconds", "1"});
+    REQUIRE(r.has_value());
+    CHECK(std::get<cli::run_command>(r.value()).program_path == "p.py");
+    CHECK(std::get<cli::run_command>(r.value()).json);
+  }
+  SUBCASE("a value given twice keeps the last") {
+    const auto r = parse({"run", "--wall-seconds", "1", "--wall-seconds", "2", "--tenant", "a", "--tenant", "b", "p.py"});
+    REQUIRE(r.has_value());
+    CHECK(std::get<cli::run_command>(r.value()).limits.wall_seconds.value == 2.0);
+    CHECK(std::get<cli::run_command>(r.value()).tenant == "b");
+  }
+  SUBCASE("a value that looks like an option is still the value") {
+    CHECK(error_of({"run", "--wall-seconds", "-3", "a.py"}) == error_kind::invalid_limit);
+    CHECK(std::get<cli::run_command>(parse({"run", "--tenant", "-x", "p.py"}).value()).tenant == "-x");
+  }
+  SUBCASE("-- ends the options, so a program's name may start with a dash") {
+    CHECK(std::get<cli::run_command>(parse({"run", "--json", "--", "--odd.py"}).value()).program_path == "--odd.py");
+  }
+  SUBCASE("unknown options and commands are named in the error") {
+    auto unknown = parse({"run", "--wall-secs", "1", "p.py"});
+    REQUIRE(unknown.has_error());
+    CHECK(unknown.error().kind == error_kind::invalid_argument);
+    CHECK(unknown.error().detail.find("--wall-secs") != std::string::npos);
+    CHECK(unknown.error().detail.find("psych run --help") != std::string::npos);
+    auto command = parse({"fly"});
+    REQUIRE(command.has_error());
+    CHECK(command.error().detail == "unknown command 'fly': the commands are run, describe, help (see psych --help)");
+    auto none = parse({});
+    REQUIRE(none.has_error());
+    CHECK(none.error().detail.starts_with("no command given"));
+    auto extra = parse({"run", "a.py", "b.py"});
+    REQUIRE(extra.has_error());
+    CHECK(extra.error().detail.find("b.py") != std::string::npos);
+    auto missing = parse({"run", "--json"});
+    REQUIRE(missing.has_error());
+    CHECK(missing.error().detail.find("PROGRAM") != std::string::npos);
+    auto empty = parse({"run", "--config"});
+    REQUIRE(empty.has_error());
+    CHECK(empty.error().detail.find("--config") != std::string::npos);
+    auto limit = parse({"run", "--cpu-seconds=0", "p.py"});
+    REQUIRE(limit.has_error());
+    CHECK(limit.error().detail == "--cpu-seconds must be positive and finite, got '0'");
+    auto level = parse({"run", "--isolation", "vm", "p.py"});
+    REQUIRE(level.has_error());
+    CHECK(level.error().detail == "--isolation is one of process, isolated, got 'vm'");
+  }
+}
+
+TEST_CASE("the help is generated from the options") {
+  const auto help_of = [](std::vector<std::string_view> args) {
+    auto r = parse(std::move(args));
+    REQUIRE(r.has_value());
+    REQUIRE(std::holds_alternative<cli::help_command>(r.value()));
+    return std::get<cli::help_command>(r.value()).text;
+  };
+  const auto top = help_of({"--help"});
+  for (const char* word : {"run", "describe"}) CHECK_MESSAGE(top.find(word) != std::string::npos, word);
+  CHECK(help_of({"help"}) == top);
+  CHECK(help_of({"-h"}) == top);
+  const auto run = help_of({"run", "--help"});
+  for (const char* option : {"--json", "--isolation", "process|isolated", "--backend", "--wall-seconds", "--cpu-seconds",
+                             "--memory-bytes", "--file-size-bytes", "--process-count", "--preview-bytes",
+                             "--max-output-bytes", "--blob-dir", "--tenant", "--preserve", "required|when_available",
+                             "--collect-artifacts", "--mcp", "NAME=COMMAND", "--allow-same-uid", "--config", "PROGRAM",
+                             "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused"})
+    CHECK_MESSAGE(run.find(option) != std::string::npos, option);
+  // Help wins over what else is on the line, even a missing program.
+  CHECK(help_of({"run", "-h"}) == run);
+  CHECK(help_of({"run", "--json", "--help"}) == run);
+  const auto describe = help_of({"describe", "--help"});
+  for (const char* option : {"--json", "--allow-same-uid", "--config", "exit status: 0 ready"})
+    CHECK_MESSAGE(describe.find(option) != std::string::npos, option);
+  CHECK(describe.find("--wall-seconds") == std::string::npos);
+}
