@@ -207,7 +207,7 @@ std::string string_at(const rapidjson::Value& object, const char* key) {
 
 TEST_CASE("psych run: a program cannot drive the operator's terminal") {
   const std::string replacement = "\xef\xbf\xbd";  // previews show bytes that are not UTF-8 as U+FFFD
-  SUBCASE("printed to stdout and stderr, returned as the value, left as an artifact's name") {
+  SUBCASE("printed to stdout and stderr, returned as the value, used as artifact names") {
     program_file p(std::string(hostile_python) + "return SEQ\n");
     const auto readable = shell(psych_cli + " run --collect-artifacts " + p.path());
     CHECK(readable.status == 0);
@@ -218,6 +218,7 @@ TEST_CASE("psych run: a program cannot drive the operator's terminal") {
     CHECK(readable.output.find("F\\bG\\rH\\x9b2JI\\x7f\"") != std::string::npos);
     CHECK(count_of(readable.output, "  | " + hostile_shown + "\n") == 2);  // stdout and stderr
     CHECK(readable.output.find("attachment: artifact:art\\x1b]0;t\\x07\\x9b.txt") != std::string::npos);
+    CHECK(readable.output.find("attachment: artifact:raw\\x9b\\xff.bin") != std::string::npos);  // not UTF-8
 
     const auto json = shell(psych_cli + " run --json --collect-artifacts " + p.path());
     CHECK(json.status == 0);
