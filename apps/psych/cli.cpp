@@ -156,7 +156,8 @@ void add_run_options(CLI::App& app, run_command& run) {
                 "per stream, what the result's previews show (default 4000)");
   add_converted(app, "--max-output-bytes", "N", count_into(run.output.max_bytes, true),
                 "per stream, what is captured at all (default 8M); the rest is counted");
-  app.add_option("--blob-dir", run.blob_dir, "preserve outputs and artifacts in a BlobStore at DIR (handles in the result)")
+  app.add_option("--blob-dir", run.blob_dir,
+                 "preserve outputs and artifacts in a BlobStore at DIR (handles in the result)")
       ->type_name("DIR");
   app.add_option("--tenant", run.tenant, "whose blobs they are (default: default)")->type_name("NAME");
   add_converted(app, "--preserve", spellings_of<output_preservation>("|"), enum_into(run.output.preserve),
@@ -225,7 +226,8 @@ result<command> parse(std::span<const std::string_view> args) {
       if (args.empty())
         return failure(error_kind::invalid_argument, fmt::format("no command given: {} (see psych --help)", commands));
       return failure(error_kind::invalid_argument,
-                     fmt::format("unknown command '{}': the commands are {} (see psych --help)", args.front(), commands));
+                     fmt::format("unknown command '{}': the commands are {} (see psych --help)", args.front(),
+                                 commands));
     }
     return failure(error_kind::invalid_argument,
                    fmt::format("{} (see psych {} --help)", e.what(), chosen.front()->get_name()));

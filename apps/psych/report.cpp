@@ -59,7 +59,8 @@ std::string result_report(const sandbox_result& r) {
                      a.handle.empty() ? "" : ", " + safe(a.handle));
   if (r.artifacts_omitted) {
     fmt::format_to(to, "artifacts omitted: {}", r.artifacts_omitted);
-    for (const auto& [reason, count] : r.artifacts_omitted_by_reason) fmt::format_to(to, "  {} {}", safe(reason), count);
+    for (const auto& [reason, count] : r.artifacts_omitted_by_reason)
+      fmt::format_to(to, "  {} {}", safe(reason), count);
     out.append("\n");
   }
   for (const auto& name : r.unavailable_bindings) fmt::format_to(to, "unavailable binding: {}\n", safe(name));
@@ -80,7 +81,8 @@ std::string description_report(const description& d, const std::vector<backend_i
                    b.available ? "available" : "unavailable", safe(b.reason));
   fmt::format_to(to, "\nchosen: {}   ready: {}   isolation reached: {}\n", d.backend.empty() ? "none" : safe(d.backend),
                  d.ready ? "yes" : "no", name_of(d.isolation));
-  if (!d.interpreter.empty()) fmt::format_to(to, "interpreter: {}\nlauncher: {}\n", safe(d.interpreter), safe(d.launcher));
+  if (!d.interpreter.empty())
+    fmt::format_to(to, "interpreter: {}\nlauncher: {}\n", safe(d.interpreter), safe(d.launcher));
   const auto& c = d.limit_ceiling;
   fmt::format_to(to, "limit ceiling: cpu {} s, memory {} B, file size {} B, processes {}, wall {} s\n",
                  c.cpu_seconds.value, c.address_space_bytes.value, c.file_size_bytes.value, c.process_count.value,

@@ -83,7 +83,8 @@ TEST_CASE("psych run output, artifact and MCP options") {
 
 TEST_CASE("--opt=value is --opt value") {
   const auto spaced = parse({"run", "--wall-seconds", "2.5", "--memory-bytes", "1G", "--isolation", "isolated",
-                             "--backend", "linux-process", "--mcp", "fs=srv --root /data", "--config", "d.json", "p.py"});
+                             "--backend", "linux-process", "--mcp", "fs=srv --root /data", "--config", "d.json",
+                             "p.py"});
   const auto joined = parse({"run", "--wall-seconds=2.5", "--memory-bytes=1G", "--isolation=isolated",
                              "--backend=linux-process", "--mcp=fs=srv --root /data", "--config=d.json", "p.py"});
   REQUIRE(spaced.has_value());
@@ -112,7 +113,8 @@ TEST_CASE("where a value or a program goes") {
     CHECK(std::get<cli::run_command>(r.value()).json);
   }
   SUBCASE("a value given twice keeps the last") {
-    const auto r = parse({"run", "--wall-seconds", "1", "--wall-seconds", "2", "--tenant", "a", "--tenant", "b", "p.py"});
+    const auto r =
+        parse({"run", "--wall-seconds", "1", "--wall-seconds", "2", "--tenant", "a", "--tenant", "b", "p.py"});
     REQUIRE(r.has_value());
     CHECK(std::get<cli::run_command>(r.value()).limits.wall_seconds.value == 2.0);
     CHECK(std::get<cli::run_command>(r.value()).tenant == "b");
@@ -166,11 +168,13 @@ TEST_CASE("the help is generated from the options") {
   CHECK(help_of({"help"}) == top);
   CHECK(help_of({"-h"}) == top);
   const auto run = help_of({"run", "--help"});
-  for (const char* option : {"--json", "--isolation", "process|isolated", "--backend", "--wall-seconds", "--cpu-seconds",
+  for (const char* option : {"--json", "--isolation", "process|isolated", "--backend", "--wall-seconds",
+                             "--cpu-seconds",
                              "--memory-bytes", "--file-size-bytes", "--process-count", "--preview-bytes",
                              "--max-output-bytes", "--blob-dir", "--tenant", "--preserve", "required|when_available",
                              "--collect-artifacts", "--mcp", "NAME=COMMAND", "--allow-same-uid", "--config", "PROGRAM",
-                             "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused"})
+                             "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; "
+                             "3 refused"})
     CHECK_MESSAGE(run.find(option) != std::string::npos, option);
   // Help wins over what else is on the line, even a missing program.
   CHECK(help_of({"run", "-h"}) == run);
