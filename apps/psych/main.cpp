@@ -19,6 +19,7 @@
 #include "psych/host/mcp.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
+#include "psych/terminal_text.hpp"
 
 namespace {
 
