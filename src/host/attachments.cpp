@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "psych/attachment.hpp"
-#include "psych/host/read_tool_output.hpp"
 
 namespace psych::host {
 
@@ -47,15 +46,3 @@ void attach_items(sandbox_result& result, const output_policy& policy, blob_stor
 }
 
 }  // namespace psych::host
-
-namespace psych {
-
-result<output_window> read_tool_output(const blob_store& store, std::string_view tenant, std::string_view handle,
-                                       const output_request& request, const output_bounds& bounds) {
-  PSYCH_TRY(auto info, store.stat(tenant, handle));
-  // The whole item is read for one window: an item is at most what one execution could preserve.
-  PSYCH_TRY(auto bytes, store.read(tenant, handle, 0, info.size_bytes));
-  return read_output(bytes, request, bounds);
-}
-
-}  // namespace psych
