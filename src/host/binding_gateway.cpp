@@ -80,9 +80,7 @@ protocol::result_frame refused(const protocol::call_frame& call, tool_error_kind
 
 std::string budget_message(const exhaustion& out, const binding_budget& budget, const meter_readings& execution,
                            const meter_readings& run) {
-  const auto& readings = out.scope == meter_scope::run ? run : execution;
-  return fmt::format("{}: {} of {} spent in this {}", name_of(out.meter), reading_of(readings, out.meter),
-                     ceiling_of(budget, out.meter, out.scope), out.scope == meter_scope::run ? "Run" : "execution");
+  return exhaustion_message(out, budget, execution, run);
 }
 
 /// A description cut at a character boundary, so a listing stays bounded whatever a server wrote.
