@@ -121,7 +121,7 @@ class walker {
   /// only fstat'ed. A device node's driver does see the open: creating one takes a privilege
   /// (CAP_MKNOD outside a user namespace) that a sandboxed program does not hold.
   void visit(int dir, const std::string& name, const std::string& path, std::uint64_t depth) {
-    unique_fd handle = open_beneath(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    const unique_fd handle = open_beneath(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (!handle.valid()) return omit(unopenable(dir, name, errno));
     struct stat st {};
     if (::fstat(handle.get(), &st) != 0) return omit(omission_reason::unreadable);
