@@ -6,7 +6,10 @@
 //      from a plain pipe into a 64 KiB buffer in the same run; the drain rate, the ratios, the
 //      host's peak;
 //   2. one single line of 1 GiB, and 10^7 empty lines: time and the host's peak.
-// Targets: peak <= 2 * max_bytes + 16 MiB; drain rate >= half the plain pipe's.
+//   3. read_tool_output on a 256 MiB blob: a line window at its end, and a pattern search through
+//      it; time, and the growth of this process's peak RSS (reset through /proc/self/clear_refs).
+// Targets: peak <= 2 * max_bytes + 16 MiB; drain rate >= half the plain pipe's; a window of the
+// blob grows the peak by <= 16 MiB.
 // Prints human lines and one "BENCH name value unit" line per figure.
 #include <spawn.h>
 #include <sys/wait.h>
@@ -18,7 +21,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -27,6 +32,8 @@
 
 #include <fmt/format.h>
 
+#include "psych/host/blob_store.hpp"
+#include "psych/host/read_tool_output.hpp"
 #include "psych/host/sandbox.hpp"
 
 namespace {
@@ -232,6 +239,75 @@ bool all_of(std::string_view kept, char c) {
   return std::all_of(kept.begin(), kept.end(), [c](char k) { return k == c; });
 }
 
+/// A field of /proc/self/status in bytes (the kernel reports kB).
+std::uint64_t status_bytes(std::string_view field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with(field)) return std::strtoull(line.c_str() + field.size(), nullptr, 10) * 1024;
+  return 0;
+}
+
+/// Windows of a 256 MiB blob of 64-byte lines: the time each takes and how far the peak RSS grows.
+bool blob_windows() {
+  constexpr std::uint64_t blob_bytes = 256 * mib;
+  constexpr std::uint64_t growth_target = 16 * mib;
+  std::string root = "/tmp/psych-bench-blobs-XXXXXX";
+  if (::mkdtemp(root.data()) == nullptr) {
+    fmt::print("blob windows: mkdtemp failed: {}\n", std::strerror(errno));
+    return false;
+  }
+  struct cleanup {
+    std::string path;
+    ~cleanup() { std::filesystem::remove_all(path); }
+  } removed{root};
+  auto opened = psych::open_directory_blob_store(root + "/store");
+  if (!opened) {
+    fmt::print("blob windows: {}\n", opened.error().message());
+    return false;
+  }
+  auto& store = *opened.value();
+  std::string handle;
+  std::uint64_t lines = 0;
+  {
+    std::string bytes;
+    bytes.reserve(blob_bytes);
+    for (; bytes.size() < blob_bytes; ++lines)
+      bytes += fmt::format("line {:>12} {:.>45}\n", lines, lines % 100000 == 99999 ? "needle" : "hay");
+    auto stored = store.put("bench", "text/plain", bytes);
+    if (!stored) {
+      fmt::print("blob windows: put: {}\n", stored.error().message());
+      return false;
+    }
+    handle = stored.value().handle;
+  }  // freed: from here the process holds no copy of the blob
+
+  bool fine = true;
+  const auto measure = [&](const char* label, const char* bench_name, const psych::output_request& request,
+                           std::uint64_t expected_lines) {
+    const std::uint64_t before = status_bytes("VmRSS:");
+    std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS, so the peak is this read's
+    const auto start = clock_type::now();
+    const auto window = psych::read_tool_output(store, "bench", handle, request);
+    const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    const std::uint64_t peak = status_bytes("VmHWM:");
+    const std::uint64_t growth = peak > before ? peak - before : 0;
+    const bool right = window && window.value().total_lines == lines && window.value().lines.size() == expected_lines;
+    const bool bounded = growth <= growth_target;
+    fmt::print("{} of a 256 MiB blob: {:.3f} s ({:.0f} MiB/s), peak grew {:.2f} MiB (target <= {} MiB): {}{}\n",
+               label, seconds, static_cast<double>(blob_bytes / mib) / seconds,
+               static_cast<double>(growth) / static_cast<double>(mib), growth_target / mib, verdict(bounded && right),
+               right ? "" : (window ? " (wrong window)" : " (" + window.error().message() + ")"));
+    fmt::print("BENCH {}_seconds {:.3f} s\n", bench_name, seconds);
+    fmt::print("BENCH {}_peak_growth_mib {:.2f} MiB\n", bench_name, static_cast<double>(growth) / static_cast<double>(mib));
+    fine = fine && bounded && right;
+  };
+  measure("a window of the last 10 lines", "blob_window_256mib", {.offset = lines - 10, .limit = 10}, 10);
+  measure("a pattern search through all lines", "blob_search_256mib", {.limit = 1000, .pattern = "needle$"},
+          lines / 100000);
+  return fine;
+}
+
 }  // namespace
 
 int main() {
@@ -275,5 +351,6 @@ int main() {
   }
   fine = report_of(line, run_in_child(line)) && fine;
   fine = report_of(empty, run_in_child(empty)) && fine;
+  fine = blob_windows() && fine;
   return fine ? 0 : 1;
 }

@@ -20,6 +20,7 @@
 
 #include "backends.hpp"
 #include "invoker.hpp"
+#include "psych/host/blob_store.hpp"
 #include "psych/host/blocking_invoker.hpp"
 #include "psych/host/run_code.hpp"
 
@@ -476,6 +477,51 @@ return out
       CHECK(r.value->text.starts_with(R"([0,1,"budget_exhausted: preserved: 70 of 70 spent in this execution")"));
       CHECK(r.bindings_spent.preserved == 70);
       CHECK(r.bindings_spent.produced == 105);  // made, whether or not it was received
+    }
+    SUBCASE("preserved: an execution's preserved stdout spends the Run's meter, counted from the log") {
+      auto blobs = open_directory_blob_store(dir.path + "/blobs");
+      REQUIRE(blobs);
+      const binding_budget budget{.max_result_bytes = 1000, .max_run_preserved_bytes = 25000};
+      auto opened = code_run::attempt({.backend = &sb, .catalogue = &catalogue, .invoker = &invoker,
+                                       .log = log.value().get(), .budget = budget, .blobs = blobs.value().get()});
+      REQUIRE_MESSAGE(opened, (opened ? "" : opened.error().message()));
+      auto run = std::move(opened).value();
+      auto terms = conformance::terms_for(sb);
+      terms.output.preview_bytes = 100;
+      const auto stdout_of = [](const sandbox_result& r) {
+        return *std::ranges::find(r.attachments, "stdout", &result_attachment::name);
+      };
+
+      const auto first = run.run({.program = "print('x' * 19999)", .terms = terms});
+      REQUIRE_MESSAGE(first.ok(), (first.failure ? first.failure->message : ""));
+      CHECK(stdout_of(first).location == attachment_location::blob);
+      CHECK(first.bindings_spent.preserved == 20000);
+      CHECK(run.run_spent().value().preserved == 20000);
+
+      // The next execution of the Run: a result handle for 6002 bytes, and 20000 bytes of its own
+      // stdout, would each pass the 25000 the Run may keep.
+      const auto second = run.run({.program = R"PY(
+print('y' * 19999)
+try:
+    await call_tool("big", {"size": 6000})
+    return "handed over"
+except ToolError as error:
+    return f"{error.kind}: {str(error).split(': ', 2)[2]}"
+)PY",
+                                   .terms = terms});
+      REQUIRE_MESSAGE(second.ok(), (second.failure ? second.failure->message : ""));
+      CHECK(second.value->text == R"("budget_exhausted: preserved: 20000 of 25000 spent in this Run")");
+      CHECK(stdout_of(second).location == attachment_location::preview_only);
+      CHECK(std::ranges::find(second.problems,
+                              "stdout: not preserved: the budget has no room for its 20000 bytes (preserved: 20000 "
+                              "of 25000 spent in this Run)") != second.problems.end());
+      CHECK(second.bindings_spent.preserved == 0);
+
+      // A fresh open of the log (a new worker) counts the same.
+      log.value().reset();
+      auto reopened = open_file_run_log(dir.path + "/run.log");
+      REQUIRE(reopened);
+      CHECK(tally(reopened.value()->records().value()).spent.preserved == 20000);
     }
   });
 }

@@ -118,4 +118,14 @@ constexpr std::optional<exhaustion> exhausted_by(const binding_budget& budget, c
   return std::nullopt;
 }
 
+/// The words of a refusal, one wording for calls and preserved outputs alike:
+/// "preserved: 70 of 70 spent in this execution".
+inline std::string exhaustion_message(const exhaustion& out, const binding_budget& budget,
+                                      const meter_readings& execution, const meter_readings& run) {
+  const auto& readings = out.scope == meter_scope::run ? run : execution;
+  return std::string(name_of(out.meter)) + ": " + std::to_string(reading_of(readings, out.meter)) + " of " +
+         std::to_string(ceiling_of(budget, out.meter, out.scope)) + " spent in this " +
+         (out.scope == meter_scope::run ? "Run" : "execution");
+}
+
 }  // namespace psych

@@ -68,8 +68,6 @@ unique_fd open_beneath(int dir, const char* name, std::uint64_t flags) {
   }
 }
 
-bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
 class walker {
  public:
   explicit walker(const artifact_policy& policy) : policy_(policy) {}
@@ -116,64 +114,58 @@ class walker {
     return names;
   }
 
-  /// Classifies one entry by fstat of an O_PATH descriptor (which never blocks, not even on a
-  /// FIFO, and never follows the last component), then collects, descends or omits it.
+  /// Opens one entry once, classifies it by fstat of that descriptor, then collects (reading that
+  /// same descriptor), descends (walking it) or omits it: nothing is reached by its name twice, so
+  /// nothing can be swapped in between a check and a use. O_NONBLOCK and O_NOCTTY keep whatever
+  /// the name holds (a FIFO, a terminal) from holding the walk at open or read; a FIFO opened so is
+  /// only fstat'ed. A device node's driver does see the open: creating one takes a privilege
+  /// (CAP_MKNOD outside a user namespace) that a sandboxed program does not hold.
   void visit(int dir, const std::string& name, const std::string& path, std::uint64_t depth) {
-    const unique_fd handle = open_beneath(dir, name.c_str(), O_PATH);
-    if (!handle.valid()) {
-      omit(errno == ELOOP ? omission_reason::symlink : omission_reason::unreadable);
-      return;
-    }
+    const unique_fd handle = open_beneath(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (!handle.valid()) return omit(unopenable(dir, name, errno));
     struct stat st {};
-    if (::fstat(handle.get(), &st) != 0) {
-      omit(omission_reason::unreadable);
-      return;
-    }
+    if (::fstat(handle.get(), &st) != 0) return omit(omission_reason::unreadable);
     switch (st.st_mode & S_IFMT) {
-      case S_IFLNK: omit(omission_reason::symlink); return;
       case S_IFCHR:
-      case S_IFBLK: omit(omission_reason::device); return;
-      case S_IFIFO: omit(omission_reason::fifo); return;
-      case S_IFSOCK: omit(omission_reason::socket); return;
-      case S_IFDIR: descend(dir, name, path, depth + 1, st); return;
+      case S_IFBLK: return omit(omission_reason::device);
+      case S_IFIFO: return omit(omission_reason::fifo);
+      case S_IFSOCK: return omit(omission_reason::socket);
+      case S_IFDIR: return descend(handle.get(), path, depth + 1);
       case S_IFREG:
-        if (st.st_nlink > 1)
-          omit(omission_reason::hardlink);
-        else
-          take_file(dir, name, path, st);
-        return;
-      default: omit(omission_reason::special); return;
+        if (st.st_nlink > 1) return omit(omission_reason::hardlink);
+        return take_file(handle.get(), path, st);
+      default: return omit(omission_reason::special);
     }
   }
 
-  void descend(int dir, const std::string& name, const std::string& path, std::uint64_t depth,
-               const struct stat& classified) {
-    if (depth > policy_.max_depth) {
-      omit(omission_reason::too_deep);  // once, for the directory; what is inside is never seen
-      return;
-    }
-    const unique_fd sub = open_beneath(dir, name.c_str(), O_RDONLY | O_DIRECTORY);
+  /// Why an entry that could not be opened for reading is omitted. ELOOP is a symlink. A socket
+  /// cannot be opened at all (ENXIO), nor a device without a driver: an O_PATH descriptor, which
+  /// opens nothing and reads nothing, says which kind it is, for the count alone.
+  static omission_reason unopenable(int dir, const std::string& name, int why) {
+    if (why == ELOOP) return omission_reason::symlink;
+    const unique_fd path_only = open_beneath(dir, name.c_str(), O_PATH);
     struct stat st {};
-    if (!sub.valid() || ::fstat(sub.get(), &st) != 0 || !same_inode(st, classified)) {
-      omit(omission_reason::unreadable);  // swapped between the two opens, or not ours to read
-      return;
+    if (!path_only.valid() || ::fstat(path_only.get(), &st) != 0) return omission_reason::unreadable;
+    switch (st.st_mode & S_IFMT) {
+      case S_IFSOCK: return omission_reason::socket;
+      case S_IFCHR:
+      case S_IFBLK: return omission_reason::device;
+      case S_IFIFO: return omission_reason::fifo;
+      default: return omission_reason::unreadable;
     }
-    walk(sub.get(), path + "/", depth);
   }
 
-  void take_file(int dir, const std::string& name, const std::string& path, const struct stat& classified) {
+  void descend(int sub, const std::string& path, std::uint64_t depth) {
+    if (depth > policy_.max_depth) return omit(omission_reason::too_deep);  // once; what is inside is never seen
+    walk(sub, path + "/", depth);
+  }
+
+  /// Reads the regular file `file` was classified as, from that descriptor.
+  void take_file(int file, const std::string& path, const struct stat& classified) {
     const auto size = static_cast<std::uint64_t>(classified.st_size);
     if (size > policy_.max_file_bytes) return omit(omission_reason::too_large);
     if (out_.files.size() >= policy_.max_files || size > policy_.max_total_bytes - total_bytes_)
       return omit(omission_reason::too_many);
-
-    // The same name again, for reading: O_NONBLOCK and O_NOCTTY so that whatever was swapped in
-    // (a FIFO, a terminal) cannot hold the walk; the fstat below then refuses it.
-    const unique_fd file = open_beneath(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY);
-    struct stat st {};
-    if (!file.valid() || ::fstat(file.get(), &st) != 0 || !same_inode(st, classified) || !S_ISREG(st.st_mode))
-      return omit(omission_reason::unreadable);
-    if (st.st_nlink > 1) return omit(omission_reason::hardlink);  // linked elsewhere since
 
     // One byte past the cap tells a file that grew since the fstat from one that fits exactly.
     const std::uint64_t limit = policy_.max_file_bytes == std::numeric_limits<std::uint64_t>::max()
@@ -184,7 +176,7 @@ class walker {
       const std::size_t have = bytes.size();
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit - have, read_chunk));
       bytes.resize(have + want);
-      const ssize_t got = ::read(file.get(), bytes.data() + have, want);
+      const ssize_t got = ::read(file, bytes.data() + have, want);
       if (got < 0) {
         bytes.resize(have);
         if (errno == EINTR) continue;

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "psych/builtins.hpp"
-#include "psych/host/output_reader.hpp"
+#include "psych/host/read_tool_output.hpp"
 #include "psych/protocol/json.hpp"
 
 #include <rapidjson/document.h>
@@ -58,7 +58,8 @@ BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_list, tools, total, next
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_info, name, description, deferred, input_schema);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::read_tool_output, handle, offset, limit, pattern);
 BOOST_HANA_ADAPT_STRUCT(psych::output_line, number, text);
-BOOST_HANA_ADAPT_STRUCT(psych::output_window, lines, total_lines, total_bytes, next_offset, line_truncated);
+BOOST_HANA_ADAPT_STRUCT(psych::output_window, lines, total_lines, total_bytes, next_offset, line_truncated,
+                        search_cut);
 
 namespace psych::host {
 
@@ -79,9 +80,7 @@ protocol::result_frame refused(const protocol::call_frame& call, tool_error_kind
 
 std::string budget_message(const exhaustion& out, const binding_budget& budget, const meter_readings& execution,
                            const meter_readings& run) {
-  const auto& readings = out.scope == meter_scope::run ? run : execution;
-  return fmt::format("{}: {} of {} spent in this {}", name_of(out.meter), reading_of(readings, out.meter),
-                     ceiling_of(budget, out.meter, out.scope), out.scope == meter_scope::run ? "Run" : "execution");
+  return exhaustion_message(out, budget, execution, run);
 }
 
 /// A description cut at a character boundary, so a listing stays bounded whatever a server wrote.
@@ -316,18 +315,15 @@ protocol::result_frame binding_gateway::read_window(const protocol::call_frame& 
   if (!own_handles_.contains(request.handle))
     return refuse_admitted(admitted, tool_error_kind::denied,
                            "read_tool_output reads only handles this program's own calls produced");
-  auto info = setup_.blobs->stat(setup_.tenant, request.handle);
-  auto bytes = info ? setup_.blobs->read(setup_.tenant, request.handle, 0, info.value().size_bytes)
-                    : result<std::string>(info.error());
-  if (!bytes) return refuse_admitted(admitted, tool_error_kind::tool_failed, bytes.error().message());
   const output_request window{.offset = request.offset.value_or(0),
                               .limit = request.limit.value_or(100),
                               .pattern = request.pattern};
   const output_bounds bounds{.max_bytes = setup_.budget.max_result_bytes.value, .cut_to_fit = false};
-  auto read = read_output(bytes.value(), window, bounds);
+  auto read = read_tool_output(*setup_.blobs, setup_.tenant, request.handle, window, bounds);
   if (!read) {
-    const auto kind = read.error().kind == error_kind::output_window_too_large ? tool_error_kind::binding_result_too_large
-                                                                                : tool_error_kind::malformed_call;
+    const auto kind = read.error().kind == error_kind::output_window_too_large  ? tool_error_kind::binding_result_too_large
+                      : read.error().kind == error_kind::output_pattern_rejected ? tool_error_kind::malformed_call
+                                                                                  : tool_error_kind::tool_failed;
     return refuse_admitted(admitted, kind, read.error().message());
   }
   return complete(admitted, tool_outcome::value(protocol::encode_json(read.value())));

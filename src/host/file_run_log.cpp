@@ -55,12 +55,17 @@ struct finished_record : call_finished {
   static constexpr std::array<std::string_view, 6> required_members{"call_id",  "outcome",   "produced",
                                                                     "transfer", "preserved", "value_json"};
 };
+struct preserved_record : output_preserved {
+  static constexpr std::string_view type = "output_preserved";
+  static constexpr std::array<std::string_view, 3> required_members{"execution_id", "item", "bytes"};
+};
 
 }  // namespace
 }  // namespace psych
 
 BOOST_HANA_ADAPT_STRUCT(psych::started_record, call_id, execution_id, tool, argument_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::finished_record, call_id, outcome, produced, transfer, preserved, value_json);
+BOOST_HANA_ADAPT_STRUCT(psych::preserved_record, execution_id, item, bytes);
 
 namespace psych {
 namespace {
@@ -76,7 +81,8 @@ std::string encode_payload(const run_log_record& record) {
       [](const auto& r) {
         using plain = std::remove_cvref_t<decltype(r)>;
         if constexpr (std::is_same_v<plain, call_started>) return protocol::encode_frame(started_record{r});
-        else return protocol::encode_frame(finished_record{r});
+        else if constexpr (std::is_same_v<plain, call_finished>) return protocol::encode_frame(finished_record{r});
+        else return protocol::encode_frame(preserved_record{r});
       },
       record);
   line.pop_back();  // encode_frame ends an NDJSON line; the length prefix frames a record instead
@@ -84,10 +90,12 @@ std::string encode_payload(const run_log_record& record) {
 }
 
 result<run_log_record> decode_payload(std::string_view payload) {
-  PSYCH_TRY(auto frame, (protocol::decode_frame<started_record, finished_record>(
+  PSYCH_TRY(auto frame, (protocol::decode_frame<started_record, finished_record, preserved_record>(
                             payload, protocol::json_bounds{.max_bytes = max_payload_bytes})));
   if (auto* started = std::get_if<started_record>(&frame)) return run_log_record{static_cast<call_started&&>(*started)};
-  return run_log_record{static_cast<call_finished&&>(std::get<finished_record>(frame))};
+  if (auto* finished = std::get_if<finished_record>(&frame))
+    return run_log_record{static_cast<call_finished&&>(*finished)};
+  return run_log_record{static_cast<output_preserved&&>(std::get<preserved_record>(frame))};
 }
 
 std::uint32_t crc_of(std::string_view bytes) {

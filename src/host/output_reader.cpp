@@ -3,8 +3,12 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,53 +16,6 @@
 
 namespace psych {
 namespace {
-
-/// Lines split on '\n', served one at a time as views into the output: nothing is copied. A last
-/// line without its newline counts; an empty output has no lines.
-class line_cursor {
- public:
-  explicit line_cursor(std::string_view bytes) : bytes_(bytes) {}
-
-  [[nodiscard]] bool done() const { return pos_ >= bytes_.size(); }
-
-  /// Passes over `count` lines (or to the end). Counts newlines a block at a time, so many short
-  /// lines cost no more than one long one.
-  void skip(std::uint64_t count) {
-    static constexpr std::size_t block = 4096;
-    std::uint64_t passed = 0;
-    while (passed < count && !done()) {
-      const std::string_view ahead = bytes_.substr(pos_, block);
-      const auto newlines = static_cast<std::uint64_t>(std::count(ahead.begin(), ahead.end(), '\n'));
-      if (newlines < count - passed && ahead.size() == block) {
-        pos_ += block;
-        passed += newlines;
-      } else {
-        next();
-        ++passed;
-      }
-    }
-  }
-
-  /// The next line, without its newline. Only when !done().
-  std::string_view next() {
-    const char* start = bytes_.data() + pos_;
-    const std::size_t left = bytes_.size() - pos_;
-    const auto* newline = static_cast<const char*>(std::memchr(start, '\n', left));
-    const std::size_t length = newline != nullptr ? static_cast<std::size_t>(newline - start) : left;
-    pos_ += length + (newline != nullptr ? 1 : 0);
-    return {start, length};
-  }
-
- private:
-  std::string_view bytes_;
-  std::size_t pos_ = 0;
-};
-
-std::uint64_t count_lines(std::string_view bytes) {
-  if (bytes.empty()) return 0;
-  const auto newlines = static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
-  return newlines + (bytes.back() != '\n' ? 1 : 0);
-}
 
 struct cut_text {
   std::uint64_t bytes = 0;  ///< of the valid UTF-8 text
@@ -162,47 +119,167 @@ result<std::unique_ptr<RE2>> compile(const std::string& pattern, const output_bo
   }
 }
 
+/// One pass over a source: lines before the window are only counted, lines in it are kept as far
+/// as `keep` bytes (their head) and handed to the window, and once the window is done the rest is
+/// only counted. A line never costs more than `keep` bytes, whatever its length.
+class line_scan {
+ public:
+  line_scan(const output_request& request, const output_bounds& bounds, const RE2* pattern)
+      : request_(request),
+        pattern_(pattern),
+        wanted_(std::min(request.limit, bounds.max_lines)),
+        keep_(kept_bytes(bounds, pattern != nullptr)),
+        searched_(static_cast<std::size_t>(std::min<std::uint64_t>(bounds.max_search_line_bytes, SIZE_MAX))),
+        window_(bounds),
+        phase_(request.offset > 0 ? phase::skipping : phase::collecting),
+        number_(0) {
+    // Empty lines are common and all alike: ask the engine about them once.
+    empty_matches_ = pattern_ && pattern_->Match(re2::StringPiece(), 0, 0, RE2::UNANCHORED, nullptr, 0);
+  }
+
+  void feed(std::string_view piece) {
+    seen_ += piece.size();
+    last_ = piece.back();
+    while (!piece.empty()) {
+      switch (phase_) {
+        case phase::counting:
+          newlines_ += static_cast<std::uint64_t>(std::count(piece.begin(), piece.end(), '\n'));
+          return;
+        case phase::skipping: skip(piece); break;
+        case phase::collecting: collect(piece); break;
+      }
+    }
+  }
+
+  result<output_window> finish() && {
+    if (phase_ == phase::collecting && length_ > 0) end_line();  // a last line without its newline
+    const std::uint64_t total_lines = newlines_ + (seen_ > 0 && last_ != '\n' ? 1 : 0);
+    auto window = std::move(window_).finish(total_lines, seen_, next_offset_);
+    if (window) window.value().search_cut = search_cut_;
+    return window;
+  }
+
+ private:
+  enum class phase { skipping, collecting, counting };
+
+  /// Enough of a line for its cut text (every character within the cap starts before it and is at
+  /// most 4 bytes), or for the search, whichever is more; saturating, so "no cap" stays no cap.
+  static std::size_t kept_bytes(const output_bounds& bounds, bool searching) {
+    std::uint64_t keep = bounds.max_line_bytes > UINT64_MAX - 4 ? UINT64_MAX : bounds.max_line_bytes + 4;
+    if (searching) keep = std::max(keep, bounds.max_search_line_bytes);
+    return static_cast<std::size_t>(std::min<std::uint64_t>(keep, SIZE_MAX));
+  }
+
+  /// Passes newlines until line `offset` starts. Counts a whole piece at once when the offset lies
+  /// beyond it, so many short lines cost no more than one long one.
+  void skip(std::string_view& piece) {
+    const std::uint64_t left = request_.offset - number_;
+    const auto newlines = static_cast<std::uint64_t>(std::count(piece.begin(), piece.end(), '\n'));
+    if (newlines < left) {
+      number_ += newlines;
+      newlines_ += newlines;
+      piece = {};
+      return;
+    }
+    for (std::uint64_t passed = 0; passed < left; ++passed) {
+      const auto at = piece.find('\n');
+      piece.remove_prefix(at + 1);
+    }
+    number_ += left;
+    newlines_ += left;
+    phase_ = phase::collecting;
+  }
+
+  void collect(std::string_view& piece) {
+    const auto* newline = static_cast<const char*>(std::memchr(piece.data(), '\n', piece.size()));
+    const std::size_t length = newline != nullptr ? static_cast<std::size_t>(newline - piece.data()) : piece.size();
+    if (head_.size() < keep_) head_.append(piece.data(), std::min(length, keep_ - head_.size()));
+    length_ += length;
+    if (newline == nullptr) {
+      piece = {};
+      return;
+    }
+    piece.remove_prefix(length + 1);
+    ++newlines_;
+    end_line();
+  }
+
+  bool matches(std::string_view line) const {
+    if (!pattern_) return true;
+    if (line.empty()) return empty_matches_;
+    return pattern_->Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, nullptr, 0);
+  }
+
+  /// Line `number_` is whole (or as much of it as is kept): it is the window's, or the window is done.
+  void end_line() {
+    if (taken_ == wanted_) return stop_at(number_);
+    if (pattern_ && length_ > searched_) search_cut_ = true;
+    if (matches(std::string_view(head_).substr(0, searched_))) {
+      if (!window_.add(number_, head_)) return stop_at(number_);
+      ++taken_;
+    }
+    ++number_;
+    head_.clear();
+    length_ = 0;
+  }
+
+  void stop_at(std::uint64_t next) {
+    next_offset_ = next;
+    phase_ = phase::counting;
+    head_ = {};  // its memory too: counting needs none
+  }
+
+  const output_request& request_;
+  const RE2* pattern_;
+  const std::uint64_t wanted_;
+  const std::size_t keep_;
+  const std::size_t searched_;  ///< how much of a line's head a pattern sees
+  window_builder window_;
+  phase phase_;
+  std::uint64_t number_;       ///< the line being read
+  std::uint64_t newlines_ = 0;  ///< in everything fed so far
+  std::uint64_t seen_ = 0;     ///< bytes fed so far
+  char last_ = '\n';           ///< the last byte fed
+  std::string head_;           ///< the first keep_ bytes of the line being collected
+  std::uint64_t length_ = 0;   ///< its bytes so far
+  std::uint64_t taken_ = 0;
+  std::optional<std::uint64_t> next_offset_;
+  bool empty_matches_ = false;
+  bool search_cut_ = false;
+};
+
+/// The whole output at once, as one piece.
+class whole_source final : public output_source {
+ public:
+  explicit whole_source(std::string_view bytes) : bytes_(bytes) {}
+  result<std::string_view> next() override { return std::exchange(bytes_, std::string_view{}); }
+
+ private:
+  std::string_view bytes_;
+};
+
 }  // namespace
 
-result<output_window> read_output(std::string_view bytes, const output_request& request,
+result<output_window> read_output(output_source& source, const output_request& request,
                                   const output_bounds& bounds) {
   std::unique_ptr<RE2> pattern;
   if (request.pattern) {
     PSYCH_TRY(auto compiled, compile(*request.pattern, bounds));
     pattern = std::move(compiled);
   }
-  const std::uint64_t total_lines = count_lines(bytes);
-  const std::uint64_t wanted = std::min(request.limit, bounds.max_lines);
-  line_cursor cursor(bytes);
-  cursor.skip(request.offset);
-  // Empty lines are common and all alike: ask the engine about them once.
-  const bool empty_matches = pattern && pattern->Match(re2::StringPiece(), 0, 0, RE2::UNANCHORED, nullptr, 0);
-  const auto matches = [&](std::string_view line) {
-    if (!pattern) return true;
-    if (line.empty()) return empty_matches;
-    return pattern->Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, nullptr, 0);
-  };
-
-  window_builder window(bounds);
-  std::optional<std::uint64_t> next_offset;
-  std::uint64_t number = request.offset;
-  std::uint64_t taken = 0;
-  while (!cursor.done()) {
-    if (taken == wanted) {
-      next_offset = number;
-      break;
-    }
-    const std::string_view line = cursor.next();
-    if (matches(line)) {
-      if (!window.add(number, line)) {
-        next_offset = number;
-        break;
-      }
-      ++taken;
-    }
-    ++number;
+  line_scan scan(request, bounds, pattern.get());
+  for (;;) {
+    PSYCH_TRY(auto piece, source.next());
+    if (piece.empty()) break;
+    scan.feed(piece);
   }
-  return std::move(window).finish(total_lines, bytes.size(), next_offset);
+  return std::move(scan).finish();
+}
+
+result<output_window> read_output(std::string_view bytes, const output_request& request,
+                                  const output_bounds& bounds) {
+  whole_source source(bytes);
+  return read_output(source, request, bounds);
 }
 
 }  // namespace psych

@@ -692,7 +692,7 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
   // The tree is gone: nothing races the walk but what the kernel already holds.
   if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
     collect_into(outcome.result, dirs.value().workspace, plan.terms.artifacts);
-  attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant);
+  attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant, {plan.bindings.budget, plan.bindings.run});
   if (!remove_execution_dirs(dirs.value()))
     outcome.result.problems.push_back(
         fmt::format("workspace: the host could not remove everything under {}", dirs.value().base));

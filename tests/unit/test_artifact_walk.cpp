@@ -300,8 +300,8 @@ TEST_CASE("artifact walk: limits count what they leave out") {
 }
 
 TEST_CASE("artifact walk: a racing swap for a symlink never leads the walk out of the workspace") {
-  // Many racing names, so each walk crosses many windows between classifying a name and opening
-  // it again: in pair i, directory d<i> is exchanged with s<i> -> /etc, file f<i> with
+  // Many racing names, so each walk crosses many windows between listing a name and opening it
+  // (and, in a walk that opened a name twice, between the two opens): in pair i, directory d<i> is exchanged with s<i> -> /etc, file f<i> with
   // g<i> -> /etc/passwd, and file k<i> with l<i>, a hardlink of a secret outside. A second racer
   // does it the plain-rename way: directory r<i> moved aside to r<i>.real, symlink t<i> -> /etc
   // renamed onto r<i>, then both put back. A walk that reopens by name without openat2's
@@ -375,6 +375,81 @@ TEST_CASE("artifact walk: a racing swap for a symlink never leads the walk out o
   CHECK_FALSE(swap_failed);
   CHECK(swaps > 0);
   MESSAGE("swaps during the 200 walks: " << swaps.load());
+}
+
+TEST_CASE("artifact walk: a FIFO swapped in for a file is never opened or read in a blocking way") {
+  // Two FIFOs take turns with a plain file's name: one with no writer, on which a blocking open
+  // for reading would wait for ever, and one whose writer this test holds open without writing, on
+  // which a blocking read would. A walk that opens or reads either without O_NONBLOCK hangs here.
+  constexpr int pairs = 8;
+  walk_dir dir;
+  const std::string ws = dir.ws.string();
+  auto name = [](const char* stem, int i) { return std::string(stem) + std::to_string(i); };
+  std::vector<int> writers;
+  for (int i = 0; i < pairs; ++i) {
+    write_file(dir.ws / name("f", i), "plain");
+    write_file(dir.ws / name("h", i), "plain");
+    REQUIRE(::mkfifo((dir.ws / name("lonely", i)).c_str(), 0600) == 0);
+    REQUIRE(::mkfifo((dir.ws / name("held", i)).c_str(), 0600) == 0);
+    // O_RDWR opens a FIFO at once and keeps a writer on it for as long as this test holds it.
+    const int writer = ::open((dir.ws / name("held", i)).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(writer >= 0);
+    writers.push_back(writer);
+  }
+  const auto release = [&] {
+    for (const int writer : writers) ::close(writer);  // a blocked reader sees end of file
+    writers.clear();
+    for (int i = 0; i < pairs; ++i) {  // a blocked opener sees a writer come and go
+      const int late = ::open((dir.ws / name("lonely", i)).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (late >= 0) ::close(late);
+    }
+  };
+
+  auto exchange = [&](const std::string& a, const std::string& b) {
+    return ::renameat2(AT_FDCWD, (ws + "/" + a).c_str(), AT_FDCWD, (ws + "/" + b).c_str(), RENAME_EXCHANGE) == 0;
+  };
+  std::atomic<std::uint64_t> swaps{0};
+  std::atomic<bool> swap_failed{false};
+  std::uint64_t fifos_met = 0;
+  {
+    std::jthread swapper([&](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        for (int i = 0; i < pairs; ++i) {
+          if (!exchange(name("f", i), name("lonely", i)) || !exchange(name("h", i), name("held", i)))
+            return void(swap_failed = true);
+          ++swaps;
+        }
+      }
+    });
+    auto walking = std::async(std::launch::async, [&] {
+      std::vector<result<host::harvest>> walks;
+      for (int run = 0; run < 200; ++run) walks.push_back(host::collect_artifacts(ws, collecting()));
+      return walks;
+    });
+    if (walking.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      FAIL_CHECK("the walk blocked on a FIFO swapped in for a file");
+      swapper.request_stop();
+      swapper.join();
+      // Keep releasing until the walk returns: it may block again on the next FIFO it meets.
+      while (walking.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) release();
+    }
+    for (const auto& walk : walking.get()) {
+      REQUIRE(walk.has_value());
+      const auto& h = walk.value();
+      for (const auto& file : h.files) CHECK(file.bytes == "plain");
+      // Each name is one kind or the other when the walk meets it: a file read or a FIFO counted
+      // (or, should the kernel give up on a lookup under concurrent renames, an unreadable one).
+      const auto fifos = omitted(h, omission_reason::fifo), unreadable = omitted(h, omission_reason::unreadable);
+      CHECK(h.files.size() + fifos + unreadable == 4 * pairs);
+      CHECK(h.omitted_total() == fifos + unreadable);
+      fifos_met += fifos;
+    }
+  }  // the swapper stops and joins here
+  release();
+  CHECK_FALSE(swap_failed);
+  CHECK(swaps > 0);
+  CHECK(fifos_met > 0);
+  MESSAGE("swaps during the 200 walks: " << swaps.load() << "; FIFOs met: " << fifos_met);
 }
 
 TEST_CASE("artifact walk: a workspace that cannot be opened as a directory is a failure") {

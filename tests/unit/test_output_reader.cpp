@@ -1,10 +1,17 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "temp_dir.hpp"
+#include "psych/host/blob_store.hpp"
 #include "psych/host/output_reader.hpp"
+#include "psych/host/read_tool_output.hpp"
+
+#include <fmt/format.h>
 
 using namespace psych;
 
@@ -274,4 +281,166 @@ TEST_CASE("output reader: a 64 MiB single line comes back as one cut line") {
   CHECK(window.total_lines == 1);
   CHECK(window.total_bytes == std::uint64_t{64} << 20);
   CHECK_FALSE(window.next_offset);
+}
+
+namespace {
+
+/// An output handed over in pieces of a fixed size, as a store hands a blob over.
+class pieces_source final : public output_source {
+ public:
+  pieces_source(std::string_view bytes, std::size_t piece) : bytes_(bytes), piece_(piece) {}
+  result<std::string_view> next() override {
+    const auto piece = bytes_.substr(0, piece_);
+    bytes_.remove_prefix(piece.size());
+    return piece;
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t piece_;
+};
+
+void check_same(const result<output_window>& got, const result<output_window>& whole) {
+  REQUIRE(got.has_value() == whole.has_value());
+  if (!whole) {
+    CHECK(got.error().kind == whole.error().kind);
+    CHECK(got.error().detail == whole.error().detail);
+    return;
+  }
+  CHECK(numbers(got.value()) == numbers(whole.value()));
+  CHECK(texts(got.value()) == texts(whole.value()));
+  CHECK(got.value().total_lines == whole.value().total_lines);
+  CHECK(got.value().total_bytes == whole.value().total_bytes);
+  CHECK(got.value().next_offset == whole.value().next_offset);
+  CHECK(got.value().line_truncated == whole.value().line_truncated);
+  CHECK(got.value().search_cut == whole.value().search_cut);
+}
+
+}  // namespace
+
+TEST_CASE("output reader: the window is the same whatever pieces the output arrives in") {
+  const std::vector<std::string> outputs = {
+      "",
+      "\n\n\n",
+      "no newline at all",
+      numbered_lines(300),
+      "ok 1\nerror: disk\nok 2\nerror: net\nok 3\nfatal error\n",
+      "ab\xE2\x82\xAC" "cd\n\xFF\xFE\nx\xE2\x82\xACy\n" + std::string(50, 'l') + "\nlast",
+  };
+  const std::vector<output_request> requests = {
+      {}, {.offset = 2, .limit = 3}, {.offset = 299, .limit = 5}, {.limit = 0}, {.offset = 400},
+      {.pattern = "error"}, {.offset = 2, .limit = 1, .pattern = "^error"}, {.pattern = "^$"}, {.pattern = "7"},
+  };
+  const std::vector<output_bounds> bounds = {
+      {}, {.max_bytes = 10}, {.max_bytes = 10, .cut_to_fit = false}, {.max_line_bytes = 4}, {.max_lines = 2},
+      {.max_search_line_bytes = 3},
+  };
+  for (const auto& bytes : outputs)
+    for (const auto& request : requests)
+      for (const auto& bound : bounds) {
+        const auto whole = read_output(bytes, request, bound);
+        for (const std::size_t piece : {1, 2, 3, 7, 64}) {
+          CAPTURE(bytes);
+          CAPTURE(piece);
+          pieces_source source(bytes, piece);
+          check_same(read_output(source, request, bound), whole);
+        }
+      }
+}
+
+TEST_CASE("output reader: a pattern sees the head of a very long line, and says so") {
+  const std::string bytes = std::string(100, 'a') + "needle\nshort needle\n";
+  const auto window = read_ok(bytes, {.pattern = "needle"}, {.max_search_line_bytes = 64});
+  CHECK(numbers(window) == std::vector<std::uint64_t>{1});
+  CHECK(window.search_cut);
+  const auto head = read_ok(bytes, {.pattern = "^a+$"}, {.max_search_line_bytes = 64});
+  CHECK(numbers(head) == std::vector<std::uint64_t>{0});  // what it searched was all a's
+  const auto whole = read_ok(bytes, {.pattern = "needle"});  // the default holds a line of a megabyte
+  CHECK(numbers(whole) == std::vector<std::uint64_t>{0, 1});
+  CHECK_FALSE(whole.search_cut);
+  CHECK_FALSE(read_ok(bytes, {}, {.max_search_line_bytes = 64}).search_cut);  // only a search is cut
+}
+
+TEST_CASE("output reader: a source's failure is the read's") {
+  struct failing final : output_source {
+    int calls = 0;
+    result<std::string_view> next() override {
+      if (calls++ == 0) return std::string_view{"first\n"};
+      return failure(error_kind::blob_store_failed, "gone");
+    }
+  } source;
+  const auto got = read_output(source, {});
+  REQUIRE_FALSE(got);
+  CHECK(got.error().kind == error_kind::blob_store_failed);
+}
+
+namespace {
+
+/// A field of /proc/self/status in bytes (the kernel reports kB); 0 when absent.
+std::uint64_t status_bytes(std::string_view field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with(field)) return std::strtoull(line.c_str() + field.size(), nullptr, 10) * 1024;
+  return 0;
+}
+
+/// Sets the peak RSS (VmHWM) to the current RSS, so the next peak is that of what follows alone.
+void reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  REQUIRE_MESSAGE(clear.good(), "writing 5 to /proc/self/clear_refs (Linux 4.0+) resets VmHWM; it failed here");
+}
+
+}  // namespace
+
+TEST_CASE("read_tool_output: a window of a 64 MiB blob costs memory bounded by the window, not the blob") {
+  constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+  const psych::testing::temp_dir dir("psych-output-reader-test");
+  auto opened = open_directory_blob_store(dir.file("blobs"));
+  REQUIRE(opened);
+  auto& store = *opened.value();
+  std::string handle;
+  std::uint64_t lines = 0;
+  {
+    // 64-byte lines, one "needle" in every 100000, and a last line of 4 MiB without a newline.
+    std::string bytes;
+    bytes.reserve(64 * mib + 8 * mib);
+    while (bytes.size() < 64 * mib) {
+      bytes += fmt::format("line {:>12} {:.>45}\n", lines, lines % 100000 == 99999 ? "needle" : "hay");
+      ++lines;
+    }
+    bytes += std::string(4 * mib, 'z');
+    ++lines;
+    auto stored = store.put("tenant", "text/plain", bytes);
+    REQUIRE(stored);
+    handle = stored.value().handle;
+  }  // the blob's bytes are freed: what follows holds at most a window of them
+
+  const auto peak_of = [&](const output_request& request) {
+    const std::uint64_t before = status_bytes("VmRSS:");
+    reset_peak_rss();
+    auto window = read_tool_output(store, "tenant", handle, request);
+    const std::uint64_t peak = status_bytes("VmHWM:");
+    REQUIRE_MESSAGE(window, (window ? "" : window.error().message()));
+    CHECK(window.value().total_lines == lines);
+    CHECK(window.value().total_bytes == lines * 64 - 64 + 4 * mib);
+    MESSAGE("peak RSS growth " << (peak > before ? peak - before : 0) / 1024 << " KiB");
+    CHECK(peak < before + 16 * mib);  // the whole blob would be 68 MiB
+    return std::move(window).value();
+  };
+  SUBCASE("a line window far into the blob") {
+    const auto window = peak_of({.offset = lines - 3, .limit = 10});
+    REQUIRE(window.lines.size() == 3);
+    CHECK(window.lines[0].text.starts_with(fmt::format("line {:>12} ", lines - 3)));
+    CHECK(window.lines[2].text.size() == 4096);  // the long last line, cut
+    CHECK(window.line_truncated);
+  }
+  SUBCASE("a pattern search through the whole blob") {
+    const auto window = peak_of({.limit = 1000, .pattern = std::string("needle$")});
+    CHECK(window.lines.size() == (lines - 1) / 100000);
+    REQUIRE_FALSE(window.lines.empty());
+    CHECK(window.lines[0].number == 99999);
+  }
 }

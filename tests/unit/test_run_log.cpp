@@ -151,7 +151,7 @@ void check_corrupt(const std::string& path, const std::string& expected_detail) 
 
 }  // namespace
 
-TEST_CASE("run log: both record kinds round-trip exactly, awkward strings included") {
+TEST_CASE("run log: every record kind round-trips exactly, awkward strings included") {
   const temp_dir dir;
   const auto path = dir.file("run.log");
   const std::vector<run_log_record> written{
@@ -159,6 +159,8 @@ TEST_CASE("run log: both record kinds round-trip exactly, awkward strings includ
       call_started{"c2", "exec \n\r\t", "ünïcødé ✓ 😀", std::uint64_t{1} << 63},
       call_finished{"c\"1\"", "budget_exhausted", 0, 0, 0, ""},
       call_finished{"", "nul\0inside\x01"s, 7, 8, 9, R"({"a":"b\"c","d":[1,2,{"e":null}]})"},
+      output_preserved{"exec-1", "stdout", 20000},
+      output_preserved{"", "artifact:dir/\"quoted\" ✓.bin", std::uint64_t{1} << 40},
   };
   {
     auto log = open_log(path);
@@ -169,6 +171,27 @@ TEST_CASE("run log: both record kinds round-trip exactly, awkward strings includ
   const auto reopened = open_log(path);
   CHECK(records_of(*reopened) == written);
   CHECK((fs::status(path).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+}
+
+TEST_CASE("run log: an output_preserved record is the documented JSON, and a log without one still reads") {
+  const temp_dir dir;
+  const auto path = dir.file("run.log");
+  // Written by hand as docs/run-log.md lays it out: a format-2 log from before the record existed,
+  // then the new record appended by this version.
+  const std::string older = R"({"type":"call_started","call_id":"c1","execution_id":"","tool":"search","argument_bytes":42})";
+  write_raw(path, "PSYCHRL2" + framed(older));
+  {
+    auto log = open_log(path);
+    CHECK(records_of(*log) == std::vector<run_log_record>{call_started{"c1", "", "search", 42}});
+    append(*log, output_preserved{"x1", "stdout", 20000});
+  }
+  std::ifstream file{path, std::ios::binary};
+  const std::string bytes{std::istreambuf_iterator<char>{file}, {}};
+  CHECK(bytes.find(R"({"type":"output_preserved","execution_id":"x1","item":"stdout","bytes":20000})") !=
+        std::string::npos);
+  const auto records = records_of(*open_log(path));
+  REQUIRE(records.size() == 2);
+  CHECK(records[1] == run_log_record{output_preserved{"x1", "stdout", 20000}});
 }
 
 TEST_CASE("run log: value_json is stored as a JSON string, never spliced") {
@@ -203,13 +226,15 @@ TEST_CASE("run log: tally sums the meters and lists the calls that never finishe
     append(*log, started("c2"));
     append(*log, finished("c1", 10));
     append(*log, started("c3"));
+    append(*log, output_preserved{"exec-1", "stdout", 1000});
     append(*log, finished("c3", 4));
+    append(*log, output_preserved{"exec-1", "artifact:out.csv", 300});
   }
   const auto tallied = tally(records_of(*open_log(path)));
   CHECK(tallied.spent.calls == 3);
   CHECK(tallied.spent.produced == 14);
   CHECK(tallied.spent.transfer == 28);
-  CHECK(tallied.spent.preserved == 7);
+  CHECK(tallied.spent.preserved == 7 + 1000 + 300);  // the calls' recordings and the preserved outputs
   REQUIRE(tallied.unknown.size() == 1);
   CHECK(tallied.unknown[0] == started("c2"));
 }

@@ -3,6 +3,8 @@
 // re-inserted whole. Both are bounded: a window by lines and bytes, a search by the number of
 // matches, the bytes returned, and the regular-expression engine (RE2: linear time in the input,
 // a memory budget for the compiled pattern), so a hostile pattern gets a named error, never a hang.
+// The output is read front to back a piece at a time (output_source), so memory is bounded by the
+// window, one piece and one line's kept head, never by the size of the output.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +34,7 @@ struct output_window {
   std::uint64_t total_bytes = 0;
   std::optional<std::uint64_t> next_offset;  ///< where the next window starts, if anything is left
   bool line_truncated = false;             ///< some line was longer than the per-line cap and was cut
+  bool search_cut = false;  ///< some line searched was longer than max_search_line_bytes: only its head was searched
 };
 
 /// The bounds. A window whose text would pass `max_bytes` is refused (`output_window_too_large`),
@@ -42,8 +45,24 @@ struct output_bounds {
   std::uint64_t max_line_bytes = std::uint64_t{4} << 10;  ///< a longer line is cut, and says so
   std::uint64_t max_pattern_bytes = 1024;
   std::int64_t max_pattern_memory = std::int64_t{1} << 20;  ///< RE2's budget for the compiled pattern
+  /// A pattern sees at most this much of each line (its head): RE2 needs a line whole, and a line
+  /// may be as long as the output, so this is the fixed buffer a search holds.
+  std::uint64_t max_search_line_bytes = std::uint64_t{1} << 20;
   bool cut_to_fit = true;
 };
+
+/// Where read_output's bytes come from, front to back, a piece at a time.
+class output_source {
+ public:
+  virtual ~output_source() = default;
+  /// The next piece of the output, valid until the next call; empty only at the end.
+  virtual result<std::string_view> next() = 0;
+};
+
+/// One window of the output `source` holds, read through once. Errors: those of the source, and
+/// those of the string_view overload below.
+result<output_window> read_output(output_source& source, const output_request& request,
+                                  const output_bounds& bounds = {});
 
 /// Pure: one window of `bytes`. Errors: `output_pattern_rejected` for a pattern RE2 rejects
 /// (detail "invalid: ..."), one longer than max_pattern_bytes ("too long: ..."), or one whose

@@ -2,7 +2,8 @@
 // The run log: one Run's durable, append-only journal of tool calls, direct and in-program alike.
 // It is the per-Run half of every binding meter: a call is spent when its `call_started` record is
 // durable, whatever happens after, so a worker that dies mid-call cannot hand the next Attempt a
-// fresh allowance. The port lets a deployment put the journal in its own store; the embedded
+// fresh allowance. An execution's outputs put in the BlobStore afterwards are journalled too
+// (`output_preserved`), since they sit on the same `preserved` meter as the calls' recordings. The port lets a deployment put the journal in its own store; the embedded
 // default is a file (open_file_run_log, src/host/file_run_log.cpp; format in docs/run-log.md).
 #include <cstdint>
 #include <memory>
@@ -35,7 +36,16 @@ struct call_finished {
   friend bool operator==(const call_finished&, const call_finished&) = default;
 };
 
-using run_log_record = std::variant<call_started, call_finished>;
+/// One of an execution's outputs (stdout, stderr, the value, an artifact) is about to be put in the
+/// BlobStore. Written (durably) before the put, so the bytes are spent whether or not it succeeds.
+struct output_preserved {
+  std::string execution_id;
+  std::string item;  ///< "stdout", "stderr", "value" or "artifact:<workspace-relative path>"
+  std::uint64_t bytes = 0;
+  friend bool operator==(const output_preserved&, const output_preserved&) = default;
+};
+
+using run_log_record = std::variant<call_started, call_finished, output_preserved>;
 
 /// The port. Implementations must make `append` durable before it returns: the caller invokes
 /// the tool only after a `call_started` was appended.
@@ -58,7 +68,8 @@ struct run_account {
 
 /// What a log says was spent, and which calls have no outcome (their worker died mid-call).
 struct run_tally {
-  meter_readings spent;               ///< calls counted from `call_started`, bytes from `call_finished`
+  /// calls counted from `call_started`; bytes from `call_finished`, and `output_preserved` for preserved
+  meter_readings spent;
   std::vector<call_started> unknown;  ///< started, never finished: UNKNOWN, counted, never re-run
 };
 
@@ -70,6 +81,10 @@ inline run_tally tally(const std::vector<run_log_record>& records) {
     if (const auto* started = std::get_if<call_started>(&record)) {
       ++out.spent.calls;
       open.push_back(*started);
+      continue;
+    }
+    if (const auto* output = std::get_if<output_preserved>(&record)) {
+      out.spent.preserved += output->bytes;
       continue;
     }
     const auto& finished = std::get<call_finished>(record);
