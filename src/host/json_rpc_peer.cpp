@@ -77,6 +77,7 @@ struct json_rpc_peer::state {
   struct pending_request {
     std::optional<mcp_result<std::string>> answer;  ///< the raw `result`, or why there is none
     bool taken = false;                             ///< the writer has begun writing its line
+    bool written = false;                           ///< ...and has written it whole
   };
   struct queued_line {
     std::string line;
@@ -113,6 +114,12 @@ struct json_rpc_peer::state {
     }
     answered.notify_all();
     work.notify_all();
+    if (wake_writer >= 0) wake(wake_writer);  // a writer waiting for room has nothing more to write
+  }
+
+  std::optional<mcp_error> broken_error() const {
+    std::lock_guard lock{mutex};
+    return broken;
   }
 
   // ---- the queue ----
@@ -162,6 +169,7 @@ struct json_rpc_peer::state {
       return answer;
     }
     const bool sent = slot.taken;
+    const bool half_written = slot.taken && !slot.written;
     pending.erase(id);
     if (!sent) {
       const auto queued = std::find_if(queue.begin(), queue.end(), [&](const queued_line& q) { return q.request == id; });
@@ -169,6 +177,13 @@ struct json_rpc_peer::state {
     }
     if (broken) return boost::outcome_v2::failure(*broken);
     lock.unlock();
+
+    // Out of time with the line half written: nothing can follow it, so the session is over. (A
+    // caller's stop leaves the writer to finish it within its time limit.)
+    if (half_written && !stop.stop_requested()) {
+      break_with(mcp_error_kind::protocol_violation, fmt::format("{} stopped reading in the middle of a message", who()));
+      return boost::outcome_v2::failure(*this->broken_error());
+    }
 
     // Abandoned: a timeout or the caller's stop. A request the server has seen is cancelled.
     const bool stopped = stop.stop_requested();
@@ -208,27 +223,52 @@ struct json_rpc_peer::state {
         queue.pop_front();
         if (!next.request) queued_bytes -= next.line.size();
         if (steady::now() >= next.deadline) continue;  // its waiter has given up, or no one reads
-        if (next.request) {
-          const auto found = pending.find(*next.request);
-          if (found == pending.end()) continue;
-          found->second.taken = true;
-        }
       }
-      if (!write_line(next.line, next.deadline)) return;
+      if (!write_line(next)) return;
     }
   }
 
+  /// One non-blocking write of what is left of `item`; nullopt when it is a request withdrawn
+  /// before a byte of it was written. A request's bytes are written under the lock, so that the
+  /// waiter's view is exact: never begun (withdrawn, nothing to cancel), begun (`taken`: cancelled
+  /// when abandoned, and the session over if it cannot be finished), or `written` whole.
+  std::optional<ssize_t> write_some(const queued_line& item, std::size_t written, int& error) {
+    const std::string_view rest = std::string_view{item.line}.substr(written);
+    if (!item.request) {
+      const ssize_t n = ::write(output, rest.data(), rest.size());
+      error = errno;
+      return n;
+    }
+    std::lock_guard lock{mutex};
+    const auto found = pending.find(*item.request);
+    if (found == pending.end()) {
+      if (written == 0) return std::nullopt;
+    }
+    const ssize_t n = ::write(output, rest.data(), rest.size());
+    error = errno;
+    if (n > 0 && found != pending.end()) {
+      found->second.taken = true;
+      found->second.written = static_cast<std::size_t>(n) == rest.size();
+    }
+    return n;
+  }
+
   /// False when the writer must stop: told to, or the peer broke.
-  bool write_line(std::string_view line, steady::time_point deadline) {
+  bool write_line(const queued_line& item) {
+    const std::string_view line = item.line;
+    const steady::time_point deadline = item.deadline;
     std::size_t written = 0;
     while (written < line.size()) {
-      const ssize_t n = ::write(output, line.data() + written, line.size() - written);
+      int error = 0;
+      const std::optional<ssize_t> wrote = write_some(item, written, error);
+      if (!wrote) return true;
+      const ssize_t n = *wrote;
       if (n > 0) {
         written += static_cast<std::size_t>(n);
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) {
+      if (n < 0 && error == EINTR) continue;
+      if (n < 0 && error == EAGAIN) {
         const auto left = deadline - steady::now();
         if (left <= steady::duration::zero()) {
           if (written == 0) return true;  // not begun: dropped, and its waiter times out
@@ -240,9 +280,8 @@ struct json_rpc_peer::state {
         if (::poll(fds, 2, poll_ms(left)) > 0 && fds[1].revents != 0) return false;  // closing
         continue;
       }
-      const int saved = errno;
       break_with(mcp_error_kind::server_exited,
-                 fmt::format("{} closed its input (write: {}; {})", who(), std::strerror(saved), epitaph()));
+                 fmt::format("{} closed its input (write: {}; {})", who(), std::strerror(error), epitaph()));
       return false;
     }
     return true;
@@ -445,10 +484,7 @@ bool json_rpc_peer::usable() const {
   return !state_->broken;
 }
 
-std::optional<mcp_error> json_rpc_peer::broken() const {
-  std::lock_guard lock{state_->mutex};
-  return state_->broken;
-}
+std::optional<mcp_error> json_rpc_peer::broken() const { return state_->broken_error(); }
 
 void json_rpc_peer::break_with(mcp_error_kind kind, std::string detail) { state_->break_with(kind, std::move(detail)); }
 
