@@ -386,9 +386,12 @@ struct json_rpc_peer::state {
       if (on.side_bytes) on.side_bytes(bytes);
       return true;
     };
+    // After the end, what is left is read, but not for ever: a grandchild of the server's may
+    // still hold the pipes open and write on.
+    constexpr int rounds_after_end = 32;
     const auto ended = [&](std::string_view what) {
       if (side >= 0)
-        while (drain(side, buffer, feed_side) == drained::more) {
+        for (int round = 0; round < rounds_after_end && drain(side, buffer, feed_side) == drained::more; ++round) {
         }
       break_with(mcp_error_kind::server_exited, fmt::format("{} {} ({})", who(), what, epitaph()));
     };
@@ -408,8 +411,8 @@ struct json_rpc_peer::state {
         return;
       }
       if (fds[3].revents != 0) {  // gone; what it wrote before is in the pipe
-        drained last = drained::more;
-        while (last == drained::more) last = drain(input, buffer, feed_input);
+        for (int round = 0; round < rounds_after_end && drain(input, buffer, feed_input) == drained::more; ++round) {
+        }
         if (violation) break_with(violation->kind, std::move(violation->detail));
         else ended("exited");
         return;
