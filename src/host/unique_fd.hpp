@@ -15,6 +15,8 @@ class unique_fd {
     if (fd_ >= 0) ::close(fd_);
   }
   [[nodiscard]] int get() const noexcept { return fd_; }
+  /// Hands the descriptor to a new owner.
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
 
  private:
   int fd_;

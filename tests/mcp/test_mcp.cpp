@@ -92,7 +92,7 @@ std::unique_ptr<mcp_client> start(const mcp_server_config& config) {
 /// A server written in Python that misbehaves on demand, by tool name. Its tool list comes in two
 /// pages; its protocol version is an older one than the client asks for.
 constexpr std::string_view fake_server_source = R"PY(
-import json, sys
+import json, sys, time
 cancelled = []
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -100,7 +100,7 @@ def send(obj):
 def text(id, s, error=False):
     send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": s}], "isError": error}})
 pages = {None: (["list-repos", "sleep"], "page-2"),
-         "page-2": (["rpc-error", "garbage", "ping-me", "last-cancelled", "fails"], None)}
+         "page-2": (["rpc-error", "garbage", "ping-me", "last-cancelled", "fails", "flood", "deaf-flood"], None)}
 while True:
     line = sys.stdin.readline()
     if not line:
@@ -141,6 +141,29 @@ while True:
             send({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage", "params": {}})
             second = json.loads(sys.stdin.readline())
             text(id, json.dumps([first, second]))
+        elif name == "flood":
+            # Pings without reading the answers, a pause with stdin unread, then a lot more output:
+            # a client that answers on its reading side stops reading when the stdin pipe fills,
+            # and this server then blocks writing, with the client blocked writing to it.
+            n = args["pings"]
+            for i in range(n):
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": "f%d" % i, "method": "ping"}) + "\n")
+            sys.stdout.flush()
+            time.sleep(args["pause"])
+            noise = "x" * 65536
+            for _ in range(args["noise_kib"] // 64):
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": noise}})
+            answered = 0
+            while answered < n:
+                reply = json.loads(sys.stdin.readline())
+                if reply.get("id") != "f%d" % answered or reply.get("result") != {}:
+                    break
+                answered += 1
+            text(id, json.dumps({"answered": answered}))
+        elif name == "deaf-flood":
+            # Pings for ever and never reads another line.
+            while True:
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n")
         elif name == "last-cancelled":
             text(id, json.dumps(cancelled[-1] if cancelled else None))
         else:
@@ -381,7 +404,7 @@ TEST_CASE("the tool list follows nextCursor across pages") {
   std::vector<std::string> names;
   for (const mcp_tool& t : tools.value()) names.push_back(t.name);
   CHECK(names == std::vector<std::string>{"list-repos", "sleep", "rpc-error", "garbage", "ping-me", "last-cancelled",
-                                          "fails"});
+                                          "fails", "flood", "deaf-flood"});
   CHECK(tools.value().front().description == "fake list-repos");
   CHECK(tools.value().front().input_schema_json == R"({"type": "object", "properties": {}})");
 }
@@ -399,6 +422,45 @@ TEST_CASE("the server's own requests are answered: ping with {}, anything else w
   CHECK(d[0]["result"].ObjectEmpty());
   CHECK(std::string_view{d[1]["id"].GetString()} == "s2");
   CHECK(d[1]["error"]["code"].GetInt() == -32601);
+}
+
+TEST_CASE("answering the server never stops the client reading: a ping flood with stdin unread is answered whole") {
+  // 50,000 pings are about 2.4 MB each way, far past both pipes' 64 KiB: the client must go on
+  // reading the server's output while the server does not read the answers.
+  fake_server fake;
+  pid_t pid = -1;
+  {
+    auto client = start(fake.config("fake", 20s));
+    pid = client->pid();
+    std::optional<mcp_result<mcp_call_result>> flooded;
+    const auto waited = timed([&] {
+      flooded.emplace(client->call_tool("flood", R"({"pings": 50000, "pause": 1, "noise_kib": 2048})", {}));
+    });
+    REQUIRE_MESSAGE(*flooded, why(*flooded));
+    CHECK(first_text(flooded->value().json) == R"({"answered": 50000})");
+    MESSAGE("50,000 pings answered in " << waited.count() << " ms");
+    CHECK(waited < 15s);  // well inside the 20 s time limit a blocked writer would have waited for
+    CHECK(client->usable());
+    CHECK(client->call_tool("list-repos", "{}", {}));
+  }
+  check_gone(pid);
+}
+
+TEST_CASE("a server that sends requests and never reads the answers breaks the client, with memory bounded") {
+  fake_server fake;
+  pid_t pid = -1;
+  {
+    auto client = start(fake.config("fake", 30s));
+    pid = client->pid();
+    std::optional<mcp_result<mcp_call_result>> flooded;
+    const auto waited = timed([&] { flooded.emplace(client->call_tool("deaf-flood", "{}", {})); });
+    REQUIRE_FALSE(*flooded);
+    CHECK(flooded->error().kind == mcp_error_kind::protocol_violation);
+    CHECK(contains(flooded->error().detail, "does not read"));
+    CHECK(waited < 20s);
+    CHECK_FALSE(client->usable());
+  }
+  check_gone(pid);
 }
 
 TEST_CASE("a server that writes garbage or dies is a named error at once, and the client is unusable after") {

@@ -1,9 +1,10 @@
 #pragma once
-// MCP servers as binding sources (issue 6): a client of one MCP server over the stdio transport
+// MCP servers as binding sources: a client of one MCP server over the stdio transport
 // (newline-delimited JSON-RPC 2.0 on the server's stdin and stdout), and a binding source that
 // offers every tool of several servers as `server__tool`.
 //
-// The header is light: RapidJSON, the pipes and the threads live in src/host/mcp_client.cpp.
+// The header is light: RapidJSON, the pipes and the threads live in src/host (child_process,
+// json_rpc_peer, mcp_client, mcp_binding_source).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -31,15 +32,16 @@ enum class mcp_error_kind {
   /// The configuration cannot be used: an empty command, an empty or duplicate server name, a server
   /// name containing "__", a timeout that is not positive. Nothing was started.
   invalid_config,
-  /// The server could not be started (a pipe, posix_spawn, pidfd_open failed); the detail names the
-  /// call and errno.
+  /// The server could not be started (a pipe, posix_spawn, pidfd_open, eventfd failed); the detail
+  /// names the call and errno.
   spawn_failed,
   /// The server closed its output or exited while this request waited; the detail has its exit
   /// status and the tail of its stderr. The client is unusable afterwards.
   server_exited,
   /// The server broke the protocol: it wrote a line that is not JSON-RPC or is over the 16 MiB
-  /// bound, or stopped reading its stdin in the middle of a request. The client is unusable
-  /// afterwards. A result of the wrong shape, or a tool list past the paging bounds, is this kind
+  /// bound, stopped reading its stdin in the middle of a message past that message's time limit,
+  /// or sent requests (pings) without reading the answers until over 4 MiB of them waited. The
+  /// client is unusable afterwards. A result of the wrong shape, or a tool list past the paging bounds, is this kind
   /// too but spoils only that request.
   protocol_violation,
   /// The client stopped working before this request (a server_exited or protocol_violation
@@ -107,10 +109,12 @@ struct mcp_call_result {
 /// One running MCP server and the JSON-RPC session with it.
 ///
 /// Thread safety: every member may be called from several threads at once. Requests are
-/// multiplexed by id over the one pipe: a reader thread of the client's own hands each answer to
-/// the request that waits for it, answers the server's own requests (`ping`; anything else is
-/// "method not found") and drains its stderr into a bounded tail. Writing is serialised; a server
-/// that stops reading its stdin holds a writer at most until that request's time limit.
+/// multiplexed by id over the one pipe, with two threads of the client's own. The reader only
+/// reads: it hands each answer to the request that waits for it, drains the server's stderr into
+/// a bounded tail, and answers the server's own requests (`ping`; anything else is "method not
+/// found") by queueing the answer. The writer writes the queue in order. So a server that stops
+/// reading its stdin never stops the client reading its stdout: a request still queued at its time
+/// limit is withdrawn (a timeout, the client stays usable).
 class mcp_client {
  public:
   /// Spawns the command in its own process group (stdin and stdout on pipes, stderr kept as a

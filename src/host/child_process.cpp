@@ -1,0 +1,219 @@
+#include "child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace psych::host {
+namespace {
+
+/// posix_spawn attributes: a process group of its own, every signal at its default disposition
+/// and an empty mask, whatever the host set for itself.
+class own_group_attributes {
+ public:
+  own_group_attributes() {
+    posix_spawnattr_init(&attributes_);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attributes_, &all);
+    posix_spawnattr_setsigmask(&attributes_, &none);
+    posix_spawnattr_setpgroup(&attributes_, 0);
+    posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  }
+  ~own_group_attributes() { posix_spawnattr_destroy(&attributes_); }
+  own_group_attributes(const own_group_attributes&) = delete;
+  own_group_attributes& operator=(const own_group_attributes&) = delete;
+  [[nodiscard]] const posix_spawnattr_t* get() const noexcept { return &attributes_; }
+
+ private:
+  posix_spawnattr_t attributes_{};
+};
+
+class file_actions {
+ public:
+  file_actions() { posix_spawn_file_actions_init(&actions_); }
+  ~file_actions() { posix_spawn_file_actions_destroy(&actions_); }
+  file_actions(const file_actions&) = delete;
+  file_actions& operator=(const file_actions&) = delete;
+  [[nodiscard]] posix_spawn_file_actions_t* get() noexcept { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_{};
+};
+
+/// The sources moved above the layout's targets, so that no dup2 onto 0..n-1 clobbers a source
+/// still to be placed (and a source already at its target does not keep its close-on-exec flag).
+/// The copies are closed when this goes.
+class lifted_sources {
+ public:
+  explicit lifted_sources(const std::vector<int>& sources) {
+    const int floor = static_cast<int>(sources.size());
+    for (int fd : sources) {
+      if (fd < 0) {
+        fds_.push_back(-1);
+        continue;
+      }
+      const int lifted = ::fcntl(fd, F_DUPFD_CLOEXEC, floor);
+      if (lifted < 0) {
+        error_ = errno;
+        return;
+      }
+      fds_.push_back(lifted);
+    }
+  }
+  ~lifted_sources() {
+    for (int fd : fds_)
+      if (fd >= 0) ::close(fd);
+  }
+  lifted_sources(const lifted_sources&) = delete;
+  lifted_sources& operator=(const lifted_sources&) = delete;
+  [[nodiscard]] int error() const noexcept { return error_; }
+  [[nodiscard]] const std::vector<int>& fds() const noexcept { return fds_; }
+
+ private:
+  std::vector<int> fds_;
+  int error_ = 0;
+};
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> p;
+  p.reserve(strings.size() + 1);
+  for (std::string& s : strings) p.push_back(s.data());
+  p.push_back(nullptr);
+  return p;
+}
+
+exit_status status_of(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return {info.si_status};
+  return {128 + info.si_status};
+}
+
+}  // namespace
+
+std::string spawn_error::message() const { return fmt::format("{}: {}", call, std::strerror(error)); }
+
+std::string exit_status::text() const {
+  if (code < 0) return "ended in a way that could not be read";
+  if (code >= 128) return fmt::format("killed by signal {}", code - 128);
+  return fmt::format("exited with status {}", code);
+}
+
+spawn_result child_process::spawn(const child_spec& spec) {
+  if (spec.argv.empty() || spec.argv.front().empty()) return spawn_error{"posix_spawn()", ENOENT};
+  const std::string& program = spec.argv.front();
+  const char* spawn_name = spec.search_path ? "posix_spawnp" : "posix_spawn";
+
+  const lifted_sources sources{spec.descriptors};
+  if (sources.error() != 0) return spawn_error{"fcntl(F_DUPFD_CLOEXEC)", sources.error()};
+  file_actions actions;
+  for (std::size_t target = 0; target < sources.fds().size(); ++target) {
+    const int fd = static_cast<int>(target);
+    if (const int source = sources.fds()[target]; source >= 0)
+      posix_spawn_file_actions_adddup2(actions.get(), source, fd);
+    else
+      posix_spawn_file_actions_addopen(actions.get(), fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
+  posix_spawn_file_actions_addclosefrom_np(actions.get(), static_cast<int>(sources.fds().size()));
+
+  std::vector<std::string> args = spec.argv;
+  std::vector<std::string> environment = spec.environment;
+  const auto argv = pointers(args);
+  const auto envp = pointers(environment);
+  const own_group_attributes attributes;
+  pid_t pid = -1;
+  const int rc = spec.search_path
+                     ? ::posix_spawnp(&pid, program.c_str(), actions.get(), attributes.get(), argv.data(), envp.data())
+                     : ::posix_spawn(&pid, program.c_str(), actions.get(), attributes.get(), argv.data(), envp.data());
+  if (rc != 0) return spawn_error{fmt::format("{}({})", spawn_name, program), rc};
+
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    const int saved = errno;
+    // Unreaped, the child's pid and group id are still its own.
+    ::killpg(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return spawn_error{fmt::format("pidfd_open({})", pid), saved};
+  }
+  return child_process{pid, pidfd};
+}
+
+child_process::~child_process() { end(); }
+
+child_process::child_process(child_process&& other) noexcept
+    : pid_{std::exchange(other.pid_, -1)}, pidfd_{std::exchange(other.pidfd_, -1)} {}
+
+child_process& child_process::operator=(child_process&& other) noexcept {
+  if (this != &other) {
+    end();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::exchange(other.pidfd_, -1);
+  }
+  return *this;
+}
+
+void child_process::end() noexcept {
+  if (pidfd_ < 0) return;
+  signal_group(SIGKILL);
+  (void)reap();
+}
+
+bool child_process::wait_exit(std::chrono::milliseconds limit) const {
+  if (pidfd_ < 0) return true;
+  pollfd p{pidfd_, POLLIN, 0};
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0)));
+    if (ready > 0) return true;
+    if (ready == 0 || errno != EINTR) return false;
+  }
+}
+
+std::string child_process::status_text(std::chrono::milliseconds limit) const {
+  if (pidfd_ < 0 || !wait_exit(limit)) return "still running";
+  siginfo_t info{};
+  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid == 0)
+    return "still running";
+  return status_of(info).text();
+}
+
+void child_process::signal_group(int signal) const noexcept {
+  if (pid_ > 0 && pidfd_ >= 0) ::killpg(pid_, signal);
+}
+
+exit_status child_process::reap() {
+  if (pidfd_ < 0) return {};
+  const exit_status status = reap_pidfd(pidfd_);
+  ::close(pidfd_);
+  pidfd_ = -1;
+  pid_ = -1;
+  return status;
+}
+
+child_process::released child_process::release() noexcept {
+  return {std::exchange(pid_, -1), std::exchange(pidfd_, -1)};
+}
+
+exit_status child_process::reap_pidfd(int pidfd) {
+  siginfo_t info{};
+  while (true) {
+    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) == 0) return status_of(info);
+    if (errno != EINTR) return {};
+  }
+}
+
+}  // namespace psych::host
