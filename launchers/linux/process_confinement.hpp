@@ -2,7 +2,8 @@
 // What the PROCESS level's Landlock ruleset lets the program touch. There is no mount boundary at
 // this level, so Landlock is the only thing between the program and every host file its uid may
 // read: it reads and executes the interpreter's installation and the libraries the loader needs,
-// reads /proc, uses the harmless devices, and writes only its workspace and its temp dir.
+// reads /proc, uses the harmless devices, and writes only its workspace and its temp dir. With a
+// network grant it also reads the resolver's configuration.
 #include "landlock.hpp"
 #include "psych/protocol/frames.hpp"
 
