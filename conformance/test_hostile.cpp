@@ -47,6 +47,7 @@
 #include <utility>
 
 #include "backends.hpp"
+#include "host_kernel.hpp"
 
 using namespace psych;
 using conformance::backend_under_test;
@@ -82,6 +83,12 @@ std::string describe(const sandbox_result& r) {
   if (r.failure) text += "\nfailure: " + r.failure->message + "\n" + r.failure->traceback;
   if (!r.stderr_data.empty()) text += "\nstderr: " + r.stderr_data.substr(0, 2000);
   return text;
+}
+
+/// Whether the PROCESS level confines the program's paths here: Landlock, where the kernel has it.
+/// ISOLATED always does, by its own root.
+bool paths_confined(const backend_under_test& backend) {
+  return isolated(backend) || conformance::host_landlock_abi() > 0;
 }
 
 /// A program that must complete: its failure would make every field "<no value>".
@@ -660,43 +667,34 @@ return {
 
 // ---- the network and local sockets ----------------------------------------------------------
 
-TEST_CASE("hostile: socket families other than AF_UNIX") {
-  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
-    // Uncontained (unprivileged): AF_NETLINK, AF_INET and AF_INET6 are created, AF_VSOCK is
-    // created where the module is loaded, AF_PACKET is EPERM, AF_ALG EAFNOSUPPORT where the
-    // module is not loaded. The filter's answer is EACCES for every one of them.
-    struct family {
-      const char* name;
-      const char* type;
-      bool reaches_host_kernel;  // not confined by a network namespace either
-    };
-    for (const family f : {family{"AF_ALG", "SOCK_SEQPACKET", true}, family{"AF_PACKET", "SOCK_RAW", false},
-                           family{"AF_NETLINK", "SOCK_RAW", false}, family{"AF_VSOCK", "SOCK_STREAM", true},
-                           family{"AF_INET", "SOCK_STREAM", false}, family{"AF_INET6", "SOCK_DGRAM", false}}) {
-      SUBCASE(f.name) {
+TEST_CASE("hostile: socket() of every family, AF_UNIX included") {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test&) {
+    // Uncontained (unprivileged): AF_UNIX, AF_NETLINK, AF_INET and AF_INET6 are created,
+    // AF_VSOCK is created where the module is loaded, AF_PACKET is EPERM, AF_ALG EAFNOSUPPORT
+    // where the module is not loaded. The filter's answer is EACCES for every one of them at
+    // both levels: the program's channel is inherited, it never needs a socket of its own.
+    for (const auto& [family, type] : {std::pair{"AF_UNIX", "SOCK_STREAM"}, std::pair{"AF_UNIX", "SOCK_DGRAM"},
+                                       std::pair{"AF_ALG", "SOCK_SEQPACKET"}, std::pair{"AF_PACKET", "SOCK_RAW"},
+                                       std::pair{"AF_NETLINK", "SOCK_RAW"}, std::pair{"AF_VSOCK", "SOCK_STREAM"},
+                                       std::pair{"AF_INET", "SOCK_STREAM"}, std::pair{"AF_INET6", "SOCK_DGRAM"}}) {
+      const std::string name = std::string(family) + "/" + type;
+      SUBCASE(name.c_str()) {
         const auto r = conformance::run(sb,
                                         with_prelude(fill(R"PY(
 import socket
 return {"socket": attempt(lambda: socket.socket(socket.{FAMILY}, socket.{TYPE}).close())}
 )PY",
-                                                          {{"FAMILY", f.name}, {"TYPE", f.type}})),
+                                                          {{"FAMILY", family}, {"TYPE", type}})),
                                         {.wall_seconds = 10.0});
         REQUIRE_RAN(r);
-        if (!isolated(backend) || f.reaches_host_kernel) {
-          CHECK(field(r, "socket") == "EACCES");
-        } else {
-          // ISOLATED may let the program make sockets inside its own network namespace
-          // (where nothing is routed); what it must not do is reach the host's listeners,
-          // which the loopback cases below check directly.
-          MESSAGE(f.name << " at ISOLATED: " << field(r, "socket"));
-        }
+        CHECK(field(r, "socket") == "EACCES");
       }
     }
   });
 }
 
 TEST_CASE("hostile: TCP and UDP to the worker's own loopback listeners, IPv4 and IPv6") {
-  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test&) {
     struct variant {
       const char* name;
       int family, type;
@@ -750,10 +748,9 @@ return out
         CHECK_FALSE(reached(listener->fd.get()));
         CHECK(field(r, "direct") != "connected");
         CHECK(field(r, "direct") != "sent");
-        if (!isolated(backend)) {
-          CHECK(field(r, "direct") == "socket:EACCES");
-          if (field(r, "mapped") != "<absent>") CHECK(field(r, "mapped") == "socket:EACCES");
-        }
+        // socket() itself is refused at both levels, before any address is looked at.
+        CHECK(field(r, "direct") == "socket:EACCES");
+        if (field(r, "mapped") != "<absent>") CHECK(field(r, "mapped") == "socket:EACCES");
         CHECK(r.network_denied);
         CHECK(r.guarantees.network == enforcement::enforced);
       }
@@ -762,7 +759,7 @@ return out
 }
 
 TEST_CASE("hostile: the worker's Unix sockets, on the filesystem and in the abstract namespace") {
-  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test&) {
     // A directory the child's uid can traverse, holding a socket anyone may connect to and
     // one only root may; and an abstract socket, which has no permissions at all.
     scratch_dir dir("psych-hostile-unix-", 0755);
@@ -780,7 +777,10 @@ TEST_CASE("hostile: the worker's Unix sockets, on the filesystem and in the abst
         with_prelude(fill(R"PY(
 import socket
 def reach(address):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError as e:
+        return "socket:" + name(e.errno)
     try:
         s.settimeout(1)
         s.connect(address)
@@ -795,28 +795,15 @@ return {"open": reach("{OPEN}"), "closed": reach("{CLOSED}"), "abstract": reach(
                           {{"OPEN", open_path}, {"CLOSED", closed_path}, {"ABSTRACT", abstract.substr(1)}})),
         {.wall_seconds = 10.0});
     REQUIRE_RAN(r);
-    // Uncontained as root, all three connect; the closed one is what the drop refuses.
-    if (!isolated(backend)) CHECK(field(r, "closed") == "EACCES");
-    CHECK(field(r, "closed") != "connected");
+    // Uncontained as root, all three connect; as the dropped uid without the filter, "open"
+    // and "abstract" still do (a path socket is subject only to its mode, an abstract one to
+    // nothing). The filter refuses socket() itself at both levels, so the program never holds
+    // a socket to connect with; ISOLATED has, besides, another root and its own abstract
+    // namespace.
+    for (const char* key : {"open", "closed", "abstract"}) CHECK_MESSAGE(field(r, key) == "socket:EACCES", key);
+    CHECK_FALSE(reached(open_listener.get()));
     CHECK_FALSE(reached(closed_listener.get()));
-    if (!isolated(backend)) {
-      // PROCESS allows AF_UNIX (its own channel is one), so a filesystem socket is subject
-      // only to its permissions, and an abstract socket to none: a host service listening
-      // there is reachable. docs/process-backend.md admits both; only a network namespace
-      // and a private root (ISOLATED) close them. Asserted so that the day this changes,
-      // the docs change with it.
-      CHECK(field(r, "open") == "connected");
-      CHECK(reached(open_listener.get()));
-      CHECK(field(r, "abstract") == "connected");
-      CHECK(reached(abstract_listener.get()));
-    } else {
-      // ISOLATED only: a pivoted root does not have the path, and a network namespace has
-      // its own abstract namespace.
-      CHECK(field(r, "open") != "connected");
-      CHECK_FALSE(reached(open_listener.get()));
-      CHECK(field(r, "abstract") != "connected");
-      CHECK_FALSE(reached(abstract_listener.get()));
-    }
+    CHECK_FALSE(reached(abstract_listener.get()));
   });
 }
 
@@ -1210,32 +1197,44 @@ while True:
   });
 }
 
-TEST_CASE("hostile: writing anywhere but the workspace and /tmp") {
+TEST_CASE("hostile: writing anywhere but the workspace and the temp dir") {
   for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
-    const auto r = conformance::run(sb, R"PY(
-import errno
+    // The shared temp directories get a name of this run's: another process may have made an
+    // "x" there (a directory would answer EISDIR before any confinement is asked).
+    const auto own = "psych-hostile-write-" + std::to_string(::getpid());
+    const auto r = conformance::run(sb, fill(R"PY(
+import errno, os
 out = {}
-for path in ["/usr/x", "/usr/lib/x", "/usr/local/x", "/etc/x", "/x", "/proc/x", "/dev/x", "/dev/shm/x", "/sys/x",
-             "/var/tmp/x", "/root/x", "/home/x", "/tmp/x", "x"]:
+targets = [(path, path) for path in ["/usr/x", "/usr/lib/x", "/usr/local/x", "/etc/x", "/x", "/proc/x", "/dev/x",
+                                     "/sys/x", "/root/x", "/home/x", "x"]]
+targets += [(shared, shared + "/{OWN}") for shared in ["/tmp", "/var/tmp", "/dev/shm"]]
+for key, path in targets + [("tmpdir", os.environ["TMPDIR"] + "/y")]:
     try:
         with open(path, "w") as f:
             f.write("x")
-        out[path] = "written"
+        out[key] = "written"
     except OSError as error:
-        out[path] = errno.errorcode.get(error.errno, str(error.errno))
+        out[key] = errno.errorcode.get(error.errno, str(error.errno))
 return out
-)PY");
+)PY",
+                                             {{"OWN", own}}));
     REQUIRE_RAN(r);
-    // The workspace (the cwd) is the program's; at ISOLATED /tmp is its own tmpfs too.
+    for (const char* shared : {"/tmp/", "/var/tmp/", "/dev/shm/"}) ::unlink((shared + own).c_str());
+    // The workspace (the cwd) and TMPDIR are the program's; at ISOLATED /tmp is its own tmpfs too.
     CHECK(field(r, "x") == "written");
+    CHECK(field(r, "tmpdir") == "written");
     for (const char* path : {"/usr/x", "/usr/lib/x", "/usr/local/x", "/etc/x", "/x", "/proc/x", "/dev/x", "/sys/x",
                              "/root/x", "/home/x"})
       CHECK_MESSAGE(field(r, path) != "written", path);
     if (isolated(backend)) {
-      CHECK(field(r, "/tmp/x") == "written");
+      CHECK(field(r, "/tmp") == "written");
       // Nothing of the host's shared temp directories exists inside.
-      CHECK(field(r, "/var/tmp/x") != "written");
-      CHECK(field(r, "/dev/shm/x") != "written");
+      CHECK(field(r, "/var/tmp") != "written");
+      CHECK(field(r, "/dev/shm") != "written");
+    } else if (paths_confined(backend)) {
+      // PROCESS with Landlock: the host's world-writable directories are refused like the rest.
+      // Uncontained, the uid writes all three (their modes are 1777).
+      for (const char* path : {"/tmp", "/var/tmp", "/dev/shm"}) CHECK_MESSAGE(field(r, path) == "EACCES", path);
     }
   });
 }
@@ -1283,30 +1282,32 @@ TEST_CASE("hostile: a daemonised grandchild that writes a marker 5 s later") {
     // so the child can write there and the host's sweep of its uid's /tmp entries does not
     // reach it: the marker would stay if the daemon lived to write it.
     scratch_dir markers("psych-hostile-markers-", 01777);
+    // Where the program's paths are confined (ISOLATED's root, Landlock at PROCESS) no host
+    // directory but its own is writable, and those are gone after the run: there the marker
+    // goes to TMPDIR, and the proof is that no process of its uid is left.
+    const bool confined = paths_confined(backend);
     const auto r = conformance::run(sb,
                                     fill(R"PY(
 import os, subprocess, time
-open("{DIR}/now", "w").write("the directory is writable")
+DIR = {DIR}
+open(DIR + "/now", "w").write("the directory is writable")
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         time.sleep(5)
-        open("{DIR}/later-python", "w").write("escaped")
+        open(DIR + "/later-python", "w").write("escaped")
         os._exit(0)
     os._exit(0)
 os.wait()
 # `&&`: only a shell that really waited 5 s writes (if it cannot fork `sleep`, it writes nothing).
-subprocess.Popen(["/bin/sh", "-c", "sleep 5 && echo escaped > {DIR}/later-shell"], start_new_session=True,
+subprocess.Popen(["/bin/sh", "-c", "sleep 5 && echo escaped > " + DIR + "/later-shell"], start_new_session=True,
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 return "spawned"
 )PY",
-                                         // ISOLATED sees no host directory but its workspace, which is
-                                         // gone after the run: there the marker goes to /tmp inside,
-                                         // and the proof is that no process of its uid is left.
-                                         {{"DIR", isolated(backend) ? "/tmp" : markers.path()}}),
+                                         {{"DIR", confined ? "os.environ['TMPDIR']" : "'" + markers.path() + "'"}}),
                                     {.wall_seconds = 10.0});
     REQUIRE_RAN(r);
-    if (isolated(backend)) {
+    if (confined) {
       CHECK(conformance::processes_of(hostile_uid).empty());
       std::this_thread::sleep_for(std::chrono::seconds(6));
       CHECK(conformance::processes_of(hostile_uid).empty());
@@ -1397,8 +1398,8 @@ TEST_CASE("hostile: files left in world-writable directories do not outlive the 
   for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
     // The host sweeps what the uid left directly in /tmp, /var/tmp, /dev/shm, /run/lock and
     // /dev/mqueue. A file inside somebody else's sticky directory (/tmp/.X11-unix, or this
-    // test's) is not found at PROCESS — an admitted limit; a mount namespace never shows the
-    // host's /tmp at all.
+    // test's) is not found by that sweep: PROCESS without Landlock admits it; Landlock refuses
+    // the write; a mount namespace never shows the host's /tmp at all.
     scratch_dir shared("psych-hostile-shared-", 01777);
     const std::string lock = "/run/lock/psych-hostile-" + std::to_string(::getpid());
     const auto r = conformance::run(sb,
@@ -1416,7 +1417,7 @@ return out
     } else {
       MESSAGE("no writable /run/lock here: " << field(r, "run_lock"));
     }
-    if (isolated(backend)) {
+    if (paths_confined(backend)) {
       CHECK(field(r, "nested") != "ok");
     } else {
       REQUIRE(field(r, "nested") == "ok");
@@ -1429,13 +1430,15 @@ return out
 }
 
 TEST_CASE("hostile: a directory chain deeper than the worker's open-file limit is still removed") {
-  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test&) {
+  for_each_backend_as(hostile_uid, [](sandbox& sb, const backend_under_test& backend) {
     // Recursive removal (std::filesystem::remove_all) holds a descriptor per level: a chain
     // deeper than the worker's RLIMIT_NOFILE made it fail with EMFILE and leave the whole
     // execution directory behind, unreported. The host now flattens the tree with a constant
     // number of descriptors. A chain of 1,100 "d/" takes the program 60 ms; 1,024 is the
     // usual soft limit, so the test sets that for itself for the duration. The same chain
-    // under /tmp goes through the uid sweep, which uses the same removal.
+    // under /tmp goes through the uid sweep, which uses the same removal — where the program
+    // can write the host's /tmp at all: PROCESS without Landlock. ISOLATED's /tmp is its own
+    // tmpfs; Landlock refuses it.
     rlimit saved{};
     REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
     rlimit lowered = saved;
@@ -1453,16 +1456,22 @@ def chain(top, depth):
         os.close(fd)
         fd = inner
     os.close(fd)
-os.mkdir("/tmp/psych-hostile-deep-{PID}")
 chain(".", {DEPTH})
-chain("/tmp/psych-hostile-deep-{PID}", {DEPTH})
-return "built"
+try:
+    os.mkdir("/tmp/psych-hostile-deep-{PID}")
+    chain("/tmp/psych-hostile-deep-{PID}", {DEPTH})
+    return "built in the workspace and /tmp"
+except PermissionError:
+    return "built in the workspace; /tmp refused"
 )PY",
                           {{"DEPTH", std::to_string(lowered.rlim_cur + 100)}, {"PID", std::to_string(::getpid())}})),
         {.wall_seconds = 10.0});
     const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     ::setrlimit(RLIMIT_NOFILE, &saved);
     REQUIRE_RAN(r);
+    const bool host_tmp_refused = !isolated(backend) && paths_confined(backend);
+    CHECK(r.value->text == (host_tmp_refused ? R"("built in the workspace; /tmp refused")"
+                                             : R"("built in the workspace and /tmp")"));
     const auto left = conformance::leftovers_in_temp_root();
     CHECK_MESSAGE(left.empty(), "the host could not remove:\n" << conformance::joined(left));
     const auto in_tmp = "/tmp/psych-hostile-deep-" + std::to_string(::getpid());

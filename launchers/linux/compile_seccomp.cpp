@@ -45,11 +45,11 @@ int main(int argc, char** argv) {
 
 namespace psych::launcher::compiled {{
 
-/// Without a network grant: sockets other than AF_UNIX are refused with EACCES.
+/// Without a network grant: socket() of every family is refused with EACCES; socketpair(AF_UNIX) stays.
 inline constexpr sock_filter without_network[] = {{
 {}}};
 
-/// With an unrestricted network grant: the same deny list, any socket family.
+/// With an unrestricted network grant: the same deny list; socket() for AF_INET and AF_INET6 only.
 inline constexpr sock_filter with_network[] = {{
 {}}};
 

@@ -130,7 +130,8 @@ setup_result<landlock_ruleset> landlock_ruleset::prepare(const landlock_paths& p
   const int abi = ruleset.abi_;
   psych_landlock_ruleset_attr attr;
   attr.handled_access_fs = handled_fs(abi);
-  if (abi >= 4) attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+  if (abi >= 4 && paths.network == network_access::none)
+    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
   if (abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   const long fd = ::syscall(SYS_landlock_create_ruleset, &attr, attr_size(abi), 0U);
   if (fd < 0) return fail(system_failure(stage, "landlock_create_ruleset", errno, "handled rights, 0"));
@@ -179,10 +180,10 @@ setup_result<void> landlock_ruleset::restrict_self() const {
   return success();
 }
 
-std::string describe_landlock(int abi) {
+std::string describe_landlock(int abi, network_access network) {
   if (abi <= 0) return "landlock: unavailable";
   std::string text = "landlock: ABI " + std::to_string(abi) + " (filesystem";
-  if (abi >= 4) text += ", TCP bind/connect denied";
+  if (abi >= 4 && network == network_access::none) text += ", TCP bind/connect denied";
   if (abi >= 6) text += ", abstract unix sockets and signals scoped";
   return text + ")";
 }

@@ -1,20 +1,24 @@
 #pragma once
-// Landlock: defence in depth for the ISOLATED level, inside the mount
-// namespace after pivot_root. The ruleset handles every access right the
-// negotiated ABI knows and allows only what a rule names, so a path the
-// mount namespace exposes by mistake is still closed. With ABI 4 it also
-// denies every TCP bind and connect (no net rule is ever added); with ABI 6
-// the program can neither reach abstract unix sockets nor signal processes
-// outside its own Landlock domain.
+// Landlock: the filesystem confinement of the PROCESS level, and defence in
+// depth for the ISOLATED level (inside the mount namespace after pivot_root).
+// The ruleset handles every access right the negotiated ABI knows and allows
+// only what a rule names, so at ISOLATED a path the mount namespace exposes by
+// mistake is still closed, and at PROCESS the host's files outside the
+// interpreter, the workspace and the temp dir are out of reach. Without a
+// network grant, ABI 4 also denies every TCP bind and connect (no net rule is
+// ever added); with ABI 6 the program can neither reach abstract unix sockets
+// nor signal processes outside its own Landlock domain.
 //
 // Built in two steps: prepare() resolves the paths and builds the ruleset in
-// a process that may allocate (the sandbox's init, after pivot_root, so the
-// paths are as seen inside the new root); restrict_self() is the one call the
-// child makes between fork and exec, after PR_SET_NO_NEW_PRIVS.
+// a process that may allocate (the launcher at PROCESS; the sandbox's init
+// after pivot_root at ISOLATED, so the paths are as seen inside the new
+// root); restrict_self() is the one call the child makes between fork and
+// exec, after PR_SET_NO_NEW_PRIVS.
 #include <string>
 #include <vector>
 
 #include "failure.hpp"
+#include "psych/isolation.hpp"
 
 namespace psych::launcher {
 
@@ -32,6 +36,8 @@ struct landlock_paths {
   std::vector<std::string> devices;       ///< "/dev/null", "/dev/zero": read and write (+ device ioctls), no execute
   std::vector<std::string> read_only;     ///< "/proc": read files and dirs
   std::vector<std::string> list_only;     ///< "/": list directories beneath, read no file through it
+  /// unrestricted: TCP bind and connect are not handled, so the grant is not undone here.
+  network_access network = network_access::none;
 };
 
 /// One prepared ruleset: owns its fd (O_CLOEXEC, so the program never holds it). Move-only.
@@ -39,8 +45,9 @@ class landlock_ruleset {
  public:
   /// Opens each path (O_PATH), adds its rule and closes it again; only the ruleset fd stays.
   /// Handles every right the ABI knows (capped at the newest this file knows, 7): the file-system
-  /// rights, with REFER (ABI 2), TRUNCATE (3) and IOCTL_DEV (5); TCP bind and connect (4), with
-  /// no rule, so both are always denied; abstract unix sockets and signals scoped (6).
+  /// rights, with REFER (ABI 2), TRUNCATE (3) and IOCTL_DEV (5); without a network grant TCP bind
+  /// and connect (4), with no rule, so both are always denied; abstract unix sockets and signals
+  /// scoped (6).
   /// A path that does not exist (ENOENT, ENOTDIR) is skipped and listed in skipped(); any other
   /// failure (an open, fstat or landlock_add_rule error) fails at stage "landlock".
   /// Without Landlock it is an empty ruleset: abi() 0, and restrict_self() does nothing, so the
@@ -74,6 +81,7 @@ class landlock_ruleset {
 
 /// What a ruleset of that ABI handles, for reports: "landlock: ABI 7 (filesystem, TCP
 /// bind/connect denied, abstract unix sockets and signals scoped)"; "landlock: unavailable" for 0.
-std::string describe_landlock(int abi);
+/// With a network grant TCP is not mentioned: it is not handled.
+std::string describe_landlock(int abi, network_access network = network_access::none);
 
 }  // namespace psych::launcher

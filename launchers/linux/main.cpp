@@ -1,4 +1,4 @@
-// psych-launch-linux: runs one program's interpreter at isolation=process.
+// psych-launch-linux: runs one program's interpreter at isolation=process or isolation=isolated.
 //
 // The host hands it fds 0-4 (docs/contract.md, "Channels") and one `launch`
 // frame on control. It answers `started` once the interpreter is exec'd (or
@@ -23,6 +23,7 @@
 #include "landlock.hpp"
 #include "mount_root.hpp"
 #include "namespaces.hpp"
+#include "process_confinement.hpp"
 #include "psych_bootstrap.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
@@ -144,7 +145,8 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                           .devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
                           .read_only = {"/proc", "/dev", "/sys"},
                           // The child lists "/" to show the host what its root holds (grading).
-                          .list_only = {"/"}};
+                          .list_only = {"/"},
+                          .network = launch.network};
   const isolated_plan plan{.child = child_plan{.interpreter = launch.interpreter,
                                                .argv = bootstrap_argv(inside, bootstrap_loader),
                                                .environment = std::move(environment),
@@ -187,6 +189,7 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
+  PSYCH_TRY(const auto landlock, landlock_ruleset::prepare(process_landlock_paths(launch)));
   const child_plan plan{.interpreter = launch.interpreter,
                         .argv = bootstrap_argv(launch, bootstrap_loader),
                         .environment = std::move(request.environment),
@@ -194,7 +197,8 @@ setup_result<launched> start(accepted_request& request) {
                         .rlimits = plan_rlimits(launch.limits, launch.open_files, base),
                         .identity = request.identity,
                         .filter = filter_for(launch.network),
-                        .bootstrap_fd = bootstrap.get()};
+                        .bootstrap_fd = bootstrap.get(),
+                        .landlock = &landlock};
   PSYCH_TRY(auto child, spawn(plan));
 
   // Every field is what the child got: spawn() returns only after each step succeeded.
@@ -204,7 +208,7 @@ setup_result<launched> start(accepted_request& request) {
                                      .subreaper = true,
                                      .no_new_privs = true,
                                      .seccomp = seccomp_state::filter,
-                                     .landlock_abi = 0,
+                                     .landlock_abi = landlock.abi(),
                                      .namespaces = {},
                                      .cgroup = "none",
                                      .uid_drop = request.identity.drop,

@@ -3,9 +3,10 @@
 // PROCESS level it closes the calls that turn "a process with another uid"
 // into "a process that can reach the kernel's attack surface or another
 // process's memory": tracing, namespaces, mounts, keyrings, BPF, io_uring,
-// module loading, terminal injection, and (without a network grant) every
-// socket family but AF_UNIX. The rules are in seccomp_rules.cpp; the launcher
-// carries them compiled to BPF at build time.
+// module loading, terminal injection, and socket() of every family (with a
+// network grant, every family but AF_INET/AF_INET6; socketpair(AF_UNIX)
+// always stays). The rules are in seccomp_rules.cpp; the launcher carries
+// them compiled to BPF at build time.
 #include <span>
 
 #include <linux/filter.h>

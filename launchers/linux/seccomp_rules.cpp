@@ -121,14 +121,25 @@ setup_result<std::vector<sock_filter>> compile_rules(network_access network) {
                        {arg(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFFULL, request)}));
   }
 
-  // Without a network grant only local sockets are allowed. EACCES rather than EPERM so the
-  // child's probe reads it as "denied by policy". A domain with junk in its upper half does not
-  // equal AF_UNIX and is refused too, which errs on the safe side.
+  // The program never needs a socket of its own to reach the host: its channel is inherited.
+  // So socket() is refused for every family (AF_UNIX too: a world-writable socket of the host,
+  // or an abstract one, which has no permissions at all, would otherwise be one connect() away),
+  // and a network grant opens exactly TCP/UDP over IPv4 and IPv6. socketpair() stays, for
+  // AF_UNIX only: asyncio's event loop wakes itself through one. EACCES rather than EPERM so the
+  // child's probe reads it as "denied by policy"; Python raises PermissionError for either.
+  // The rules compare all 64 bits while the kernel reads 32: a domain with junk in its upper
+  // half matches "greater than AF_INET6" and is refused, which errs on the safe side.
   if (network == network_access::none) {
-    for (const char* call : {"socket", "socketpair"}) {
-      PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), call, {arg(0, SCMP_CMP_NE, AF_UNIX)}));
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), "socket"));
+  } else {
+    static_assert(AF_INET < AF_INET6);
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), "socket", {arg(0, SCMP_CMP_LT, AF_INET)}));
+    PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), "socket", {arg(0, SCMP_CMP_GT, AF_INET6)}));
+    for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family) {
+      PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), "socket", {arg(0, SCMP_CMP_EQ, family)}));
     }
   }
+  PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EACCES), "socketpair", {arg(0, SCMP_CMP_NE, AF_UNIX)}));
   return export_program(raw);
 }
 

@@ -11,8 +11,9 @@
 
 namespace psych::launcher {
 
-/// The deny list always; the AF_UNIX-only socket rule unless network is unrestricted. Only the
-/// build machine's native architecture is admitted; any other ABI kills the process.
+/// The deny list always; socket() refused for every family without a network grant, and for
+/// every family but AF_INET/AF_INET6 with one; socketpair() for AF_UNIX only. Only the build
+/// machine's native architecture is admitted; any other ABI kills the process.
 setup_result<std::vector<sock_filter>> compile_rules(network_access network);
 
 }  // namespace psych::launcher

@@ -43,6 +43,11 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
     return fail(system_failure("workspace", "chdir", errno, plan.workspace));
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
+  // Needs NoNewPrivs (an unprivileged restrict_self is refused without it); after the chdir, so
+  // the workspace is entered before anything is restricted.
+  if (plan.landlock != nullptr) {
+    PSYCH_TRY(plan.landlock->restrict_self());
+  }
   PSYCH_TRY(install_filter(plan.filter));
   ::execve(plan.interpreter.c_str(), plan.argv.data(), plan.environment.data());
   return fail(system_failure("exec", "execve", errno, plan.interpreter));

@@ -12,6 +12,7 @@
 #include "environment.hpp"
 #include "failure.hpp"
 #include "identity.hpp"
+#include "landlock.hpp"
 #include "psych/protocol/frames.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
@@ -28,6 +29,9 @@ struct child_plan {
   identity_plan identity;
   seccomp_filter filter;
   int bootstrap_fd = -1;  ///< the sealed memfd (bootstrap_fd.hpp), the child's fd 4
+  /// PROCESS: the ruleset spawn() applies (an empty one where the kernel has no Landlock).
+  /// ISOLATED's init prepares its own inside the new root, so there it stays null.
+  const landlock_ruleset* landlock = nullptr;
 };
 
 /// `<interpreter> -I -S -c <loader> <token> <canary> <ipv4_port> <ipv6_port> <workspace>`:
@@ -43,7 +47,7 @@ struct spawned {
 
 /// Forks and sets the child up: setsid, the channel on fd 3, the bootstrap on fd 4 and nothing
 /// else past exec, rlimits, the identity drop, PR_SET_PDEATHSIG, chdir to the workspace,
-/// NoNewPrivs, seccomp (last), exec. In the launcher: detaches its own fds, then returns once the
+/// NoNewPrivs, Landlock, seccomp (last), exec. In the launcher: detaches its own fds, then returns once the
 /// exec succeeded. A failure is the child's own setup error, after the child has been reaped.
 setup_result<spawned> spawn(const child_plan& plan);
 

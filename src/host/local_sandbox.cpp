@@ -71,7 +71,7 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
   add(m.subreaper, "subreaper: orphans return to the launcher, the tree is killed and verified");
   add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
   add(m.no_new_privs, "no_new_privs");
-  add(m.seccomp == seccomp_state::filter, "seccomp: filter (AF_UNIX-only sockets, dangerous calls denied)");
+  add(m.seccomp == seccomp_state::filter, "seccomp: filter (socket() denied for every family, socketpair(AF_UNIX) only; dangerous calls denied)");
   add(!m.namespaces.empty(), "namespaces: " + fmt::format("{}", fmt::join(m.namespaces, ", ")));
   add(!m.root_entries.empty(), "filesystem: pivot_root into a minimal root holding " +
                                    fmt::format("{}", fmt::join(m.root_entries, ", ")));

@@ -10,12 +10,14 @@
 
 #include <csignal>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -129,7 +131,8 @@ return {"environ": sorted(e.split(b'=', 1)[0].decode() for e in environ if e),
     CHECK(applied.uid_drop);
     CHECK(applied.fds_closed);
     CHECK(applied.environment_built);
-    CHECK(applied.landlock_abi == 0);
+    // Landlock confines the PROCESS level's filesystem wherever the kernel offers it.
+    CHECK(applied.landlock_abi == launcher_landlock_abi());
     CHECK(applied.namespaces.empty());
     CHECK(applied.cgroup == "none");
     CHECK(applied.rlimits.cpu_seconds == 5);
@@ -164,7 +167,7 @@ return {"environ": sorted(e.split(b'=', 1)[0].decode() for e in environ if e),
     CHECK(pair_of(limits["core_bytes"]) == std::vector<std::int64_t>{0, 0});
     CHECK_FALSE(report["canary"]["readable"].GetBool());
     CHECK(std::string(report["cwd"].GetString()) == dir.workspace);
-    // socket() for anything but AF_UNIX is refused before a packet could leave.
+    // socket() is refused before a packet could leave: the probe reads EACCES as denied.
     REQUIRE(v4.port != 0);
     CHECK(std::string(report["network"]["ipv4"]["outcome"].GetString()) == "denied");
     if (v6.port != 0) CHECK(std::string(report["network"]["ipv6"]["outcome"].GetString()) == "denied");
@@ -192,21 +195,51 @@ return {"environ": sorted(e.split(b'=', 1)[0].decode() for e in environ if e),
   }
 }
 
-TEST_CASE("network=unrestricted drops the socket rule") {
+TEST_CASE("network=unrestricted opens socket() for AF_INET and AF_INET6 only") {
   if (!have_root()) return;
   scratch dir;
   auto launch = default_launch(dir);
   launch.network = network_access::unrestricted;
   listener v4{AF_INET};
   launch.probe = {v4.port, 0};
-  const auto outcome = run_program(launch, "return 1");
+  const auto outcome = run_program(launch, R"(
+import socket
+def errno_of(make):
+    try:
+        make().close()
+        return 0
+    except OSError as e:
+        return e.errno
+return {"inet": errno_of(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
+        "inet6": errno_of(lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)),
+        "unix": errno_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
+        "netlink": errno_of(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)),
+        "packet": errno_of(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)),
+        "pair_unix": errno_of(lambda: socket.socketpair(socket.AF_UNIX)[0]),
+        # /etc/hosts, read through Landlock's resolver rule; glibc's netlink query is refused.
+        "localhost": sorted({a[4][0] for a in socket.getaddrinfo("localhost", 80, socket.AF_INET)})}
+)");
   REQUIRE(outcome.hello);
   const auto hello = parse_json(*outcome.hello);
+  // The grant is not undone by Landlock's TCP rights either: the probe reaches the listener.
   CHECK(std::string(hello["report"]["network"]["ipv4"]["outcome"].GetString()) == "connected");
+  const auto value = returned(outcome);
+  CHECK(value["inet"].GetInt() == 0);
+  CHECK(value["inet6"].GetInt() == 0);
+  CHECK(value["pair_unix"].GetInt() == 0);
+  REQUIRE(value["localhost"].IsArray());
+  REQUIRE(value["localhost"].Size() >= 1);
+  CHECK(std::string(value["localhost"][0].GetString()).starts_with("127."));
+  // A network grant is TCP/IP, never the host's local sockets or its kernel's routing tables.
+  for (const char* family : {"unix", "netlink", "packet"}) {
+    const std::string name = family;
+    CAPTURE(name);
+    CHECK(value[family].GetInt() == EACCES);
+  }
   require_clean_exit(outcome);
 }
 
-TEST_CASE("seccomp: sockets other than AF_UNIX fail with EACCES") {
+TEST_CASE("seccomp: socket() of every family fails with EACCES; socketpair(AF_UNIX) works") {
   if (!have_root()) return;
   scratch dir;
   const auto outcome = run_program(default_launch(dir), R"(
@@ -217,22 +250,94 @@ def errno_of(make):
         return 0
     except OSError as e:
         return e.errno
+def exception_of(make):
+    try:
+        make().close()
+        return "none"
+    except OSError as e:
+        return type(e).__name__
 return {"inet": errno_of(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
         "inet6": errno_of(lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)),
         "netlink": errno_of(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)),
         "packet": errno_of(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)),
         "unix": errno_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
+        "unix_dgram": errno_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)),
+        "unix_exception": exception_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
         "pair_inet": errno_of(lambda: socket.socketpair(socket.AF_INET)[0]),
         "pair_unix": errno_of(lambda: socket.socketpair(socket.AF_UNIX)[0])}
 )");
   const auto value = returned(outcome);
-  for (const char* family : {"inet", "inet6", "netlink", "packet", "pair_inet"}) {
+  for (const char* family : {"inet", "inet6", "netlink", "packet", "unix", "unix_dgram", "pair_inet"}) {
     const std::string name = family;
     CAPTURE(name);
     CHECK(value[family].GetInt() == EACCES);
   }
-  CHECK(value["unix"].GetInt() == 0);
+  CHECK(std::string(value["unix_exception"].GetString()) == "PermissionError");
   CHECK(value["pair_unix"].GetInt() == 0);
+  require_clean_exit(outcome);
+}
+
+TEST_CASE("Landlock at isolation=process: the interpreter, the workspace and TMPDIR, nothing else") {
+  if (!have_root()) return;
+  if (launcher_landlock_abi() == 0) {
+    MESSAGE("skipped: this kernel has no Landlock, so the PROCESS level has no filesystem confinement");
+    return;
+  }
+  scratch dir;
+  // Readable by the dropped uid by its mode, in a directory it can traverse: only Landlock
+  // stands between the program and these.
+  const std::string readable = dir.root + "/readable-by-mode";
+  const std::string writable_dir = dir.root + "/writable-by-mode";
+  {
+    const int fd = ::open(readable.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, "host\n", 5) == 5);
+    ::close(fd);
+    REQUIRE(::mkdir(writable_dir.c_str(), 01777) == 0);
+    REQUIRE(::chmod(writable_dir.c_str(), 01777) == 0);
+  }
+  const auto outcome = run_program(default_launch(dir), fmt::format(R"(
+import errno, os, json, sys
+def attempt(action):
+    try:
+        action()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+return {{"read_outside": attempt(lambda: open("{readable}").read()),
+        "list_outside": attempt(lambda: os.listdir("{writable}")),
+        "write_outside": attempt(lambda: write("{writable}/x")),
+        "write_host_tmp": attempt(lambda: write("/tmp/psych-landlock-process-{pid}")),
+        "read_etc": attempt(lambda: open("/etc/passwd").read()),
+        "write_workspace": attempt(lambda: write("in-workspace")),
+        "write_tmpdir": attempt(lambda: write(os.path.join(os.environ["TMPDIR"], "in-tmp"))),
+        "stdlib": json.dumps(sorted(__import__("collections").Counter("psych").items())),
+        "proc_self": attempt(lambda: open("/proc/self/status").read()),
+        "devnull": attempt(lambda: open("/dev/null", "w").write("x"))}}
+)",
+                                                                    fmt::arg("readable", readable),
+                                                                    fmt::arg("writable", writable_dir),
+                                                                    fmt::arg("pid", ::getpid())));
+  const auto value = returned(outcome);
+  // Each of these succeeds for the same uid without Landlock: the modes allow it.
+  for (const char* key : {"read_outside", "list_outside", "write_outside", "write_host_tmp", "read_etc"}) {
+    const std::string name = key;
+    CAPTURE(name);
+    CHECK(std::string(value[key].GetString()) == "EACCES");
+  }
+  for (const char* key : {"write_workspace", "write_tmpdir", "proc_self", "devnull"}) {
+    const std::string name = key;
+    CAPTURE(name);
+    CHECK(std::string(value[key].GetString()) == "ok");
+  }
+  CHECK(std::string(value["stdlib"].GetString()) == R"([["c", 1], ["h", 1], ["p", 1], ["s", 1], ["y", 1]])");
+  CHECK(::access((writable_dir + "/x").c_str(), F_OK) != 0);
+  const std::string host_tmp = "/tmp/psych-landlock-process-" + std::to_string(::getpid());
+  CHECK(::access(host_tmp.c_str(), F_OK) != 0);
+  ::unlink(host_tmp.c_str());
   require_clean_exit(outcome);
 }
 

@@ -42,6 +42,9 @@ struct scratch {
 /// A launch frame that should succeed: run_as test_uid, network none, generous limits.
 protocol::launch_frame default_launch(const scratch& dir);
 
+/// The Landlock ABI the launcher applies on this kernel (0: none), as landlock.cpp negotiates it.
+int launcher_landlock_abi();
+
 /// The launcher tests drop to another uid and chown the workspace: they need root, as CI has.
 /// Says why a case is skipped otherwise.
 inline bool have_root() {

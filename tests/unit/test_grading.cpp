@@ -113,6 +113,48 @@ TEST_CASE("a well-contained PROCESS child") {
   CHECK_FALSE(g.reaches(isolation_level::isolated));
 }
 
+TEST_CASE("Landlock at PROCESS: the canary rule, never a boundary") {
+  auto m = applied();
+  m.landlock_abi = 7;
+  SUBCASE("an unreadable canary is unverified, and PROCESS is still the level reached") {
+    const auto g = grade_containment(expectation(), m, observed());
+    CHECK(g.grades.filesystem == enforcement::unverified);
+    CHECK(g.achieved == isolation_level::process);
+    CHECK(g.problems.empty());
+  }
+  SUBCASE("a child listing only a minimal root does not make a path rule a mount boundary") {
+    m.root_entries = {"proc", "tmp", "usr", "workspace"};
+    auto c = observed();
+    c.root_entries = {"usr", "workspace"};
+    const auto g = grade_containment(expectation(), m, c);
+    CHECK(g.grades.filesystem == enforcement::unverified);
+    CHECK_FALSE(g.reaches(isolation_level::isolated));
+  }
+  SUBCASE("a readable canary is unavailable, whatever Landlock was applied") {
+    auto c = observed();
+    c.canary = {.readable = true, .error_number = 0};
+    const auto g = grade_containment(expectation(), m, c);
+    CHECK(g.grades.filesystem == enforcement::unavailable);
+    CHECK(std::find(g.problems.begin(), g.problems.end(), "filesystem: the child read the host canary file") !=
+          g.problems.end());
+  }
+}
+
+TEST_CASE("network: socket() refused for both families is an observed denial") {
+  // What the PROCESS filter makes the probe see: EACCES from socket() itself, reported as denied.
+  auto c = observed();
+  c.network = {.ipv4 = {probe_outcome::denied, 13}, .ipv6 = {probe_outcome::denied, 13}};
+  const auto denied = grade_containment(expectation(), applied(), c);
+  CHECK(denied.grades.network == enforcement::enforced);
+  CHECK(denied.network_denied);
+  SUBCASE("one family that connected is exposure, whatever the other said") {
+    c.network.ipv6 = {probe_outcome::connected, 0};
+    const auto g = grade_containment(expectation(), applied(), c);
+    CHECK(g.grades.network == enforcement::unavailable);
+    CHECK_FALSE(g.network_denied);
+  }
+}
+
 TEST_CASE("filesystem grades from the canary") {
   SUBCASE("a readable canary is exposure") {
     auto c = observed();
