@@ -138,6 +138,10 @@ class linux_launcher_sandbox final : public sandbox {
                                          d.run_as->held, d.run_as->stray, d.run_as->lock_dir));
     d.ready = !r.failure && r.isolation.has_value();
     if (r.isolation) d.isolation = *r.isolation;
+    // Not ready must always say why: a probe child that died before its report leaves no failure.
+    if (!d.ready && !r.failure)
+      d.problems.push_back("probe: the child ended before it reported its containment, so nothing could be "
+                           "graded (was it killed from outside?)");
     return d;
   }
 

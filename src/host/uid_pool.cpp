@@ -40,7 +40,7 @@ result<void> check_lock_dir(const std::string& dir) {
   if (dir.empty() || dir.front() != '/')
     return failure(error_kind::invalid_argument, fmt::format("run_as_range.lock_dir {:?} is not absolute", dir));
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  if (fs::create_directories(dir, ec) && !ec) fs::permissions(dir, fs::perms::owner_all, ec);
   if (ec)
     return failure(error_kind::sandbox_setup,
                    fmt::format("run_as_range.lock_dir {}: {}; make it (root, 0700) or name another", dir,
