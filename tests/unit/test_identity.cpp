@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "interpreter.hpp"
 #include "path_access.hpp"
 #include "temp_dir.hpp"
 #include "uid_pool.hpp"
@@ -171,6 +174,45 @@ TEST_CASE("reachability: read off the filesystem, a directory this process made 
   REQUIRE(denial);
   CHECK(denial->find(inner + " is mode 0700") != std::string::npos);
   CHECK_FALSE(read_file_facts(inner + "/missing").facts);
+}
+
+TEST_CASE("interpreter choice: one the child's uid cannot reach is refused by name, or skipped with a note") {
+  // The worker owns the closed directory; the child is another uid, as a root worker's is.
+  psych::testing::temp_dir scratch("psych-reach-test");
+  const auto closed = scratch.file("home");
+  const auto prefix = closed + "/py";
+  const auto copy = prefix + "/bin/python3";
+  const auto real = std::filesystem::canonical("/usr/bin/python3");
+  std::filesystem::create_directories(prefix + "/bin");
+  std::filesystem::create_directories(prefix + "/lib/" + real.filename().string());
+  std::filesystem::copy_file(real, copy);
+  REQUIRE(::chmod(scratch.path().c_str(), 0755) == 0);  // mkdtemp's 0700 would stop the walk first
+  REQUIRE(::chmod(closed.c_str(), 0700) == 0);
+  const accessor child{static_cast<std::int64_t>(::geteuid()) + 1'000'000, {4'000'000}};
+  const auto who = std::to_string(child.uid);
+
+  auto named = resolve_interpreter(copy, child);
+  REQUIRE_FALSE(named);
+  CHECK(named.error().kind == error_kind::interpreter_unavailable);
+  const auto message = named.error().message();
+  INFO(message);
+  CHECK(message.find(prefix + " is not reachable by uid " + who) != std::string::npos);
+  CHECK(message.find(closed + " is mode 0700") != std::string::npos);
+  CHECK(message.find("set python_bin to /usr/bin/python3 or put the interpreter where uid " + who) !=
+        std::string::npos);
+
+  const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (prefix + "/bin:/usr/bin:/bin").c_str(), 1);
+  auto chosen = resolve_interpreter(std::nullopt, child);
+  ::setenv("PATH", saved.c_str(), 1);
+  REQUIRE(chosen);
+  CHECK(chosen.value().path == real.string());
+  REQUIRE(chosen.value().notes.size() == 1);
+  CHECK(chosen.value().notes[0].find("interpreter: skipped " + copy + ": " + prefix + " is not reachable") !=
+        std::string::npos);
+
+  auto own = resolve_interpreter(copy, accessor{static_cast<std::int64_t>(::geteuid()), {}});
+  CHECK(own);  // its owner reaches it: nothing but reachability was in the way
 }
 
 // ---- the uid pool ---------------------------------------------------------------------------
