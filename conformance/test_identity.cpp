@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -172,4 +173,29 @@ TEST_CASE("one configured run_as uid keeps working, and describe() warns that ex
   CHECK(d.run_as->mode == "shared");
   CHECK(d.run_as->first == conformance::suite_uid);
   CHECK_MESSAGE(has_problem(d, "concurrent executions share it", "run_as_range"), conformance::joined(d.problems));
+}
+
+TEST_CASE("the deployment sets the range in the config file, and `psych describe --json` reports it" *
+          doctest::skip(!is_root())) {
+  const std::string config = conformance::temp_root() + "/range-config.json";
+  {
+    std::FILE* file = std::fopen(config.c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fputs(R"({"run_as_range": {"first": 1500350, "count": 3}, "temp_root": ")", file);
+    std::fputs(conformance::temp_root().c_str(), file);
+    std::fputs("\"}", file);
+    std::fclose(file);
+  }
+  const std::string command = std::string("PSYCH_LAUNCHER=") + PSYCH_LAUNCHER_PATH + " " + PSYCH_CLI_PATH +
+                              " describe --json --config " + config + " 2>&1";
+  std::string output;
+  if (std::FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+    ::pclose(pipe);
+  }
+  fs::remove(config);
+  INFO(output);
+  CHECK(output.find(R"("run_as":{"mode":"per_execution","first":1500350,"count":3,"free":3,"held":0,"stray":0,)") !=
+        std::string::npos);
 }
