@@ -124,7 +124,7 @@ TEST_CASE("a range of one uid: a second concurrent execution is refused by name,
       auto& sb = *sandbox.value();
       const auto idle = sb.describe();
       REQUIRE(idle.run_as);
-      CHECK(idle.run_as->mode == "per_execution");
+      CHECK(idle.run_as->mode == run_as_mode::per_execution);
       CHECK(idle.run_as->first == uid);
       CHECK(idle.run_as->count == 1);
       CHECK(idle.run_as->free == 1);
@@ -170,7 +170,7 @@ TEST_CASE("one configured run_as uid keeps working, and describe() warns that ex
   REQUIRE_MESSAGE(sandbox, (sandbox ? "" : sandbox.error().message()));
   const auto d = sandbox.value()->describe();
   REQUIRE(d.run_as);
-  CHECK(d.run_as->mode == "shared");
+  CHECK(d.run_as->mode == run_as_mode::shared);
   CHECK(d.run_as->first == conformance::suite_uid);
   CHECK_MESSAGE(has_problem(d, "concurrent executions share it", "run_as_range"), conformance::joined(d.problems));
 }

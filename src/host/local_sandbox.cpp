@@ -110,7 +110,7 @@ class linux_launcher_sandbox final : public sandbox {
     d.network = false;
     d.problems = python_.notes;
     d.run_as = identity_report();
-    if (d.run_as->mode == "shared")
+    if (d.run_as->mode == run_as_mode::shared)
       d.problems.push_back(fmt::format("run_as: every execution runs as uid {}, so concurrent executions share it: "
                                        "they can signal and read one another and share one RLIMIT_NPROC count; "
                                        "leave run_as_uid unset for a uid per execution from run_as_range",
@@ -131,7 +131,7 @@ class linux_launcher_sandbox final : public sandbox {
     d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
     d.guarantees = r.guarantees;
     if (outcome.mechanisms) d.mechanisms = mechanism_names(*outcome.mechanisms);
-    if (d.run_as->mode == "per_execution")
+    if (d.run_as->mode == run_as_mode::per_execution)
       d.mechanisms.push_back(fmt::format("identity: a uid and gid of its own per execution from {}..{} ({} free, "
                                          "{} held, {} stray; locks in {})",
                                          d.run_as->first, d.run_as->first + d.run_as->count - 1, d.run_as->free,
@@ -201,7 +201,7 @@ class linux_launcher_sandbox final : public sandbox {
 
   run_as_report identity_report() const {
     if (identities_) return identities_->report();
-    return {.mode = "worker", .first = ::getuid(), .count = 1, .free = 0, .held = 0, .stray = 0, .lock_dir = {}};
+    return {.mode = run_as_mode::worker, .first = ::getuid(), .count = 1, .free = 0, .held = 0, .stray = 0, .lock_dir = {}};
   }
 
   host::session_plan plan_for(const execution_terms& terms, const std::optional<host::uid_lease>& identity) const {

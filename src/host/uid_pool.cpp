@@ -225,7 +225,7 @@ std::optional<std::string> uid_pool::let_go(std::int64_t uid, int fd) {
 }
 
 run_as_report uid_pool::report() {
-  run_as_report r{.mode = per_execution_ ? "per_execution" : "shared",
+  run_as_report r{.mode = per_execution_ ? run_as_mode::per_execution : run_as_mode::shared,
                   .first = first_,
                   .count = count_,
                   .free = 0,

@@ -16,11 +16,17 @@
 
 namespace psych {
 
+/// Where a child's uid comes from.
+enum class run_as_mode {
+  per_execution,  ///< each execution its own uid/gid from a reserved range (a root worker's default)
+  shared,         ///< every execution the one configured run_as_uid
+  worker,         ///< the worker's own uid: it is not root, so there is nothing to drop to
+};
+PSYCH_ENUM_NAMES(run_as_mode, "per_execution", "shared", "worker");
+
 /// Who the children of a root worker run as, and how many of those identities are free now.
 struct run_as_report {
-  /// "per_execution": each execution its own uid/gid from a reserved range; "shared": every
-  /// execution the one configured uid; "worker": the worker's own uid (not root).
-  std::string mode;
+  run_as_mode mode = run_as_mode::worker;
   std::int64_t first = 0;  ///< the first uid (and gid) of the range, or the shared uid
   std::int64_t count = 0;
   std::int64_t free = 0;         ///< neither held by an execution nor used by a live process
