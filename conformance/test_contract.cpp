@@ -148,12 +148,15 @@ TEST_CASE("a program asking for more isolation than the backend reached is never
 
 namespace {
 
-/// A launcher that lies: it runs the real launcher at isolation=process and rewrites `started` to
-/// claim every namespace and a minimal root. Whatever a launcher says, only what the child
-/// observed may grade the execution.
+/// A launcher that lies once a file beside it says so (<itself>.lie): it runs the real launcher
+/// at isolation=process and rewrites `started` to claim every namespace and a minimal root.
+/// Until then it passes everything through, so that local_sandbox()'s own probe finds a ready
+/// backend: a launcher that turns liar after the health check. Whatever a launcher says, only
+/// what the child observed may grade the execution.
 constexpr const char* lying_launcher = R"PY(#!/usr/bin/python3 -I
 import json, os, select, socket
 REAL = {REAL!r}
+LIE = os.path.exists(__file__ + ".lie")
 control = socket.socket(fileno=3)
 pending = b""
 while b"\n" not in pending:
@@ -163,7 +166,8 @@ while b"\n" not in pending:
     pending += chunk
 line, pending = pending.split(b"\n", 1)
 launch = json.loads(line)
-launch["isolation"] = "process"
+if LIE:
+    launch["isolation"] = "process"
 ours, theirs = socket.socketpair()
 pid = os.fork()
 if pid == 0:
@@ -187,7 +191,7 @@ while True:
         while b"\n" in from_real:
             frame, from_real = from_real.split(b"\n", 1)
             message = json.loads(frame)
-            if message.get("type") == "started":
+            if LIE and message.get("type") == "started":
                 message["mechanisms"]["namespaces"] = ["user", "mount", "pid", "net", "ipc", "uts", "cgroup"]
                 message["mechanisms"]["root_entries"] = ["dev", "proc", "tmp", "usr", "workspace"]
                 frame = json.dumps(message).encode()
@@ -225,6 +229,18 @@ TEST_CASE("a launcher that claims namespaces it did not make: graded down, abort
     MESSAGE("skipped: " << sandbox.error().message());
     return;
   }
+  // From here on it lies: a fresh local_sandbox() sees it in its probe and hands nothing back;
+  // the one built before it turned is caught by the child's own report at run().
+  const std::string lie = script_path + ".lie";
+  std::FILE* lie_file = std::fopen(lie.c_str(), "w");
+  REQUIRE(lie_file != nullptr);
+  std::fclose(lie_file);
+  auto after_turning = psych::local_sandbox(options);
+  CHECK_FALSE(after_turning);
+  if (!after_turning) {
+    CHECK(after_turning.error().kind == error_kind::sandbox_setup);
+    CHECK(after_turning.error().message().find("not ready") != std::string::npos);
+  }
   const std::string marker = conformance::temp_root() + "/the-program-ran";
   // The marker directory is the suite's own temp root: world-traversable, but the program may
   // only try; the proof that it never ran is its empty stdout and the abort.
@@ -239,4 +255,5 @@ TEST_CASE("a launcher that claims namespaces it did not make: graded down, abort
   CHECK_FALSE(std::filesystem::exists(marker));
   CHECK(r.guarantees.filesystem != enforcement::enforced);
   std::filesystem::remove(script_path);
+  std::filesystem::remove(lie);
 }

@@ -36,11 +36,25 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   if (config.launcher_path) base.launcher_path = config.launcher_path;
   if (config.run_as_uid) base.run_as_uid = *config.run_as_uid;
   if (config.run_as_gid) base.run_as_gid = *config.run_as_gid;
+  if (config.run_as_range) {
+    const auto& range = *config.run_as_range;
+    if (range.first) base.run_as_range.first = *range.first;
+    if (range.count) base.run_as_range.count = *range.count;
+    if (range.lock_dir) base.run_as_range.lock_dir = *range.lock_dir;
+  }
   if (config.temp_root) base.temp_root = *config.temp_root;
   if (config.backend) base.backend = config.backend;
-  if (base.run_as_uid <= 0 || base.run_as_gid <= 0)
+  if (base.run_as_uid.value_or(1) <= 0 || base.run_as_gid.value_or(1) <= 0)
     return failure(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_uid and run_as_gid must be positive (never root)", path));
+  if (base.run_as_gid && !base.run_as_uid)
+    return failure(error_kind::invalid_argument,
+                   fmt::format("config {}: run_as_gid needs run_as_uid (a uid per execution takes its gid from "
+                               "run_as_range)",
+                               path));
+  if (base.run_as_range.first <= 0 || base.run_as_range.count <= 0)
+    return failure(error_kind::invalid_argument,
+                   fmt::format("config {}: run_as_range.first and run_as_range.count must be positive", path));
   return base;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // A deployment's sandbox settings as a JSON file (`psych run --config FILE`),
 // so an operator can fix the interpreter, the limits, the allowlist and the
-// run_as uid without recompiling. Every member is optional.
+// run_as identities without recompiling. Every member is optional.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +13,13 @@
 
 namespace psych::cli {
 
+/// run_as_range in the file: each member optional, the library's default where absent.
+struct uid_range_config {
+  std::optional<std::int64_t> first;
+  std::optional<std::int64_t> count;
+  std::optional<std::string> lock_dir;
+};
+
 struct sandbox_config {
   std::optional<std::string> python_bin;
   std::optional<sandbox_limits> default_limits;  ///< absent fields keep the spec's defaults
@@ -21,6 +28,7 @@ struct sandbox_config {
   std::optional<std::string> launcher_path;
   std::optional<std::int64_t> run_as_uid;
   std::optional<std::int64_t> run_as_gid;
+  std::optional<uid_range_config> run_as_range;
   std::optional<std::string> temp_root;
   std::optional<std::string> backend;
 };
@@ -31,5 +39,6 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
 
 }  // namespace psych::cli
 
+BOOST_HANA_ADAPT_STRUCT(psych::cli::uid_range_config, first, count, lock_dir);
 BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, default_limits, env_allowlist, allow_same_uid,
-                        launcher_path, run_as_uid, run_as_gid, temp_root, backend);
+                        launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend);

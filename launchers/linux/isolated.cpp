@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -55,6 +56,7 @@ setup_result<void> set_up_interpreter(const isolated_plan& plan, const landlock_
   if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
   PSYCH_TRY(arrange_child_fds(child.bootstrap_fd));
   PSYCH_TRY(apply_rlimits(child.rlimits));
+  ::umask(077);  // as at PROCESS level: what the program makes is readable by its own uid only
   if (::chdir(sandbox_workspace) != 0) return fail(system_failure("workspace", "chdir", errno, sandbox_workspace));
   PSYCH_TRY(drop_all_capabilities());
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "exec_status.hpp"
@@ -32,6 +33,9 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
   if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
   PSYCH_TRY(arrange_child_fds(plan.bootstrap_fd));
   PSYCH_TRY(apply_rlimits(plan.rlimits));
+  // What the program makes in the host's shared directories (/tmp, /dev/shm) is its own: a
+  // neighbour of another uid cannot read it, whatever the program's umask would have been.
+  ::umask(077);
   PSYCH_TRY(become(plan.identity));
   // After the identity drop, because changing the euid clears the parent-death signal.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)

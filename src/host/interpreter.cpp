@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -34,13 +35,44 @@ std::string resolved_path(const fs::path& path) {
   return ec ? path.string() : resolved.string();
 }
 
+/// The installation prefix, as the launcher binds it: /usr for /usr/bin/python3.11.
+fs::path prefix_of(const fs::path& binary) { return binary.parent_path().parent_path(); }
+
+/// The prefix's standard library directories (lib/python3.*), resolved.
+std::vector<std::string> stdlib_dirs_of(const fs::path& binary) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(prefix_of(binary) / "lib", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    std::error_code dir_ec;
+    if (name.starts_with("python3") && it->is_directory(dir_ec)) dirs.push_back(resolved_path(it->path()));
+  }
+  return dirs;
+}
+
+/// The first system interpreter `child` can run: what the guidance suggests instead.
+std::optional<std::string> reachable_system_interpreter(const accessor& child) {
+  for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"})
+    if (classify(fallback) == file_kind::binary && !unreachable_interpreter(resolved_path(fallback), child))
+      return std::string(fallback);
+  return std::nullopt;
+}
+
 }  // namespace
 
-result<interpreter_choice> resolve_interpreter(const std::optional<std::string>& requested) {
+std::optional<std::string> unreachable_interpreter(const std::string& binary, const accessor& child) {
+  const auto obstacle = interpreter_obstacle(binary, stdlib_dirs_of(binary), child);
+  if (!obstacle) return std::nullopt;
+  return fmt::format("{} is not reachable by uid {}: {}", prefix_of(binary).string(), child.uid, *obstacle);
+}
+
+result<interpreter_choice> resolve_interpreter(const std::optional<std::string>& requested,
+                                               const std::optional<accessor>& child) {
   if (requested) {
     const auto path = resolved_path(*requested);
     switch (classify(path)) {
-      case file_kind::binary: return interpreter_choice{path, {}};
+      case file_kind::binary: break;
       case file_kind::missing:
         return failure(error_kind::interpreter_unavailable, fmt::format("python_bin {} does not exist", *requested));
       case file_kind::not_executable:
@@ -52,33 +84,54 @@ result<interpreter_choice> resolve_interpreter(const std::optional<std::string>&
                                    "print(sys.executable)\"` prints",
                                    *requested, *requested));
     }
+    if (child)
+      if (auto why = unreachable_interpreter(path, *child)) {
+        const auto instead = reachable_system_interpreter(*child);
+        return failure(error_kind::interpreter_unavailable,
+                       fmt::format("python_bin {}: {}; {}put the interpreter where uid {} can reach it", *requested,
+                                   *why, instead ? fmt::format("set python_bin to {} or ", *instead) : "",
+                                   child->uid));
+      }
+    return interpreter_choice{path, {}};
   }
   interpreter_choice choice;
+  std::vector<fs::path> tried;
+  const auto usable = [&](const fs::path& candidate) {
+    if (std::find(tried.begin(), tried.end(), candidate) != tried.end()) return false;  // PATH named it twice
+    tried.push_back(candidate);
+    switch (classify(candidate)) {
+      case file_kind::binary: break;
+      case file_kind::script:
+        choice.notes.push_back(fmt::format("interpreter: skipped {}: a script (shim), not an interpreter",
+                                           candidate.string()));
+        return false;
+      default: return false;
+    }
+    const auto path = resolved_path(candidate);
+    if (child)
+      if (auto why = unreachable_interpreter(path, *child)) {
+        choice.notes.push_back(fmt::format("interpreter: skipped {}: {}", candidate.string(), *why));
+        return false;
+      }
+    choice.path = path;
+    return true;
+  };
   const char* path_env = std::getenv("PATH");
   std::string_view dirs = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
   while (!dirs.empty()) {
     const auto colon = dirs.find(':');
     const auto dir = dirs.substr(0, colon);
     dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
-    if (dir.empty()) continue;
-    const auto candidate = fs::path(dir) / "python3";
-    switch (classify(candidate)) {
-      case file_kind::binary: choice.path = resolved_path(candidate); return choice;
-      case file_kind::script:
-        choice.notes.push_back(fmt::format("skipped {}: a script (shim), not an interpreter", candidate.string()));
-        break;
-      default: break;
-    }
+    if (!dir.empty() && usable(fs::path(dir) / "python3")) return choice;
   }
-  for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"}) {
-    if (classify(fallback) == file_kind::binary) {
-      choice.path = resolved_path(fallback);
-      return choice;
-    }
-  }
+  for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"})
+    if (usable(fallback)) return choice;
+  std::string skipped;
+  for (const auto& note : choice.notes) skipped.append("; ").append(note);
   return failure(error_kind::interpreter_unavailable,
-                 "no python3 interpreter found on PATH or in /usr/bin; install one (apt-get install python3) "
-                 "or pass python_bin");
+                 fmt::format("no usable python3 interpreter found on PATH or in /usr/bin{}; install one (apt-get "
+                             "install python3) or pass python_bin",
+                             skipped));
 }
 
 }  // namespace psych::host

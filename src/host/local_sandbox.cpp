@@ -18,6 +18,7 @@
 #include "interpreter.hpp"
 #include "psych/host/sandbox.hpp"
 #include "session.hpp"
+#include "uid_pool.hpp"
 
 #ifndef PSYCH_INSTALLED_LAUNCHER
 #define PSYCH_INSTALLED_LAUNCHER ""
@@ -90,19 +91,17 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
 
 class linux_launcher_sandbox final : public sandbox {
  public:
+  /// `identities`: where a root worker's children get their uid; null: the worker's own.
   linux_launcher_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python,
-                         isolation_level level)
+                         isolation_level level, std::shared_ptr<host::uid_pool> identities)
       : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
-        environment_(build_environment(options.env_allowlist)), level_(level) {}
+        environment_(build_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {}
 
   backend_offer offer() const override {
     return {.ready = true, .isolation = level_, .limit_ceiling = ceiling(), .network = false};
   }
 
   description describe() override {
-    host::session_plan plan = plan_for(probe_terms());
-    plan.probe_only = true;
-    auto outcome = host::run_session(plan, {});
     description d;
     d.backend = backend_name();
     d.interpreter = python_.path;
@@ -110,13 +109,39 @@ class linux_launcher_sandbox final : public sandbox {
     d.limit_ceiling = ceiling();
     d.network = false;
     d.problems = python_.notes;
+    d.run_as = identity_report();
+    if (d.run_as->mode == run_as_mode::shared)
+      d.problems.push_back(fmt::format("run_as: every execution runs as uid {}, so concurrent executions share it: "
+                                       "they can signal and read one another and share one RLIMIT_NPROC count; "
+                                       "leave run_as_uid unset for a uid per execution from run_as_range",
+                                       d.run_as->first));
+    auto lease = take_identity();
+    if (!lease) {
+      d.problems.push_back("probe: " + lease.error().message());
+      return d;
+    }
+    host::session_plan plan = plan_for(probe_terms(), lease.value());
+    plan.probe_only = true;
+    auto outcome = host::run_session(plan, {});
+    if (lease.value()) {
+      if (auto held_back = lease.value()->release()) d.problems.push_back(*held_back);
+    }
     const auto& r = outcome.result;
     if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));
     d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
     d.guarantees = r.guarantees;
     if (outcome.mechanisms) d.mechanisms = mechanism_names(*outcome.mechanisms);
+    if (d.run_as->mode == run_as_mode::per_execution)
+      d.mechanisms.push_back(fmt::format("identity: a uid and gid of its own per execution from {}..{} ({} free, "
+                                         "{} held, {} stray; locks in {})",
+                                         d.run_as->first, d.run_as->first + d.run_as->count - 1, d.run_as->free,
+                                         d.run_as->held, d.run_as->stray, d.run_as->lock_dir));
     d.ready = !r.failure && r.isolation.has_value();
     if (r.isolation) d.isolation = *r.isolation;
+    // Not ready must always say why: a probe child that died before its report leaves no failure.
+    if (!d.ready && !r.failure)
+      d.problems.push_back("probe: the child ended before it reported its containment, so nothing could be "
+                           "graded (was it killed from outside?)");
     return d;
   }
 
@@ -131,7 +156,9 @@ class linux_launcher_sandbox final : public sandbox {
                                   fmt::format("the {} backend does not grant network access", backend_name()));
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
-    host::session_plan plan = plan_for(terms);
+    auto lease = take_identity();
+    if (!lease) return refused_before_start(failure_kind::launch_failed, lease.error().message());
+    host::session_plan plan = plan_for(terms, lease.value());
     plan.program = request.program;
     plan.filename = request.filename;
     plan.bindings = {.offered = request.bindings,
@@ -143,6 +170,10 @@ class linux_launcher_sandbox final : public sandbox {
     plan.bindings.blobs = plan.blobs = request.blobs;
     plan.bindings.tenant = plan.tenant = request.tenant;
     auto result = host::run_session(plan, std::move(stop)).result;
+    // The session has ended: the launcher killed and reaped the tree and the host swept.
+    if (lease.value()) {
+      if (auto held_back = lease.value()->release()) result.problems.push_back(*held_back);
+    }
     result.unavailable_bindings = request.unavailable_bindings;
     return result;
   }
@@ -161,13 +192,25 @@ class linux_launcher_sandbox final : public sandbox {
     return terms;
   }
 
-  host::session_plan plan_for(const execution_terms& terms) const {
+  /// The uid one execution runs as, held until release(); null when the worker is not root.
+  result<std::optional<host::uid_lease>> take_identity() const {
+    if (!identities_) return std::optional<host::uid_lease>{};
+    PSYCH_TRY(auto lease, identities_->acquire());
+    return std::optional<host::uid_lease>(std::move(lease));
+  }
+
+  run_as_report identity_report() const {
+    if (identities_) return identities_->report();
+    return {.mode = run_as_mode::worker, .first = ::getuid(), .count = 1, .free = 0, .held = 0, .stray = 0, .lock_dir = {}};
+  }
+
+  host::session_plan plan_for(const execution_terms& terms, const std::optional<host::uid_lease>& identity) const {
     host::session_plan plan;
     plan.launcher_path = launcher_;
     plan.attempt = level_;
     plan.interpreter = python_.path;
     plan.terms = terms;
-    if (::geteuid() == 0) plan.run_as = protocol::identity{options_.run_as_uid, options_.run_as_gid};
+    if (identity) plan.run_as = identity->identity();
     plan.allow_same_uid = options_.allow_same_uid;
     plan.environment = environment_;
     plan.temp_root = options_.temp_root;
@@ -185,6 +228,7 @@ class linux_launcher_sandbox final : public sandbox {
   host::interpreter_choice python_;
   std::map<std::string, std::string> environment_;
   isolation_level level_;
+  std::shared_ptr<host::uid_pool> identities_;
 };
 
 std::string same_uid_guidance() {
@@ -203,7 +247,7 @@ namespace {
 /// and, when it is available, how to build it from what the search resolved.
 struct candidate {
   backend_info info;
-  std::function<std::unique_ptr<sandbox>()> build;
+  std::function<result<std::unique_ptr<sandbox>>()> build;
 };
 
 /// Whether this process may create the namespaces an ISOLATED execution needs, tried in a child
@@ -226,20 +270,51 @@ std::optional<std::string> user_namespaces_unavailable() {
                      error ? std::strerror(error) : "the probe was killed");
 }
 
+/// Who the child runs as, for deciding whether it can reach the interpreter: the configured
+/// uid, or (a uid per execution) the range's first, whose rights every uid of a range reserved
+/// for psych shares; an unprivileged worker's child is the worker itself, with its groups.
+host::accessor child_identity(const local_sandbox_options& options) {
+  if (::geteuid() == 0) {
+    if (options.run_as_uid)
+      return {*options.run_as_uid, {options.run_as_gid.value_or(*options.run_as_uid)}};
+    return {options.run_as_range.first, {options.run_as_range.first}};
+  }
+  host::accessor self{static_cast<std::int64_t>(::getuid()), {static_cast<std::int64_t>(::getgid())}};
+  std::vector<gid_t> groups(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+  const int n = groups.empty() ? 0 : ::getgroups(static_cast<int>(groups.size()), groups.data());
+  for (int i = 0; i < n; ++i) self.gids.push_back(groups[static_cast<std::size_t>(i)]);
+  return self;
+}
+
+/// Where a root worker's children get their uid: one per execution from the range, or the one
+/// configured uid. Null for a worker that is not root: its child keeps the worker's uid.
+result<std::shared_ptr<host::uid_pool>> identities_for(const local_sandbox_options& options) {
+  if (::geteuid() != 0) return std::shared_ptr<host::uid_pool>{};
+  if (options.run_as_uid)
+    return host::uid_pool::shared(*options.run_as_uid, options.run_as_gid.value_or(*options.run_as_uid),
+                                  options.run_as_range.lock_dir);
+  return host::uid_pool::per_execution(options.run_as_range);
+}
+
 std::vector<candidate> local_candidates(const local_sandbox_options& options) {
-  candidate process{{process_backend, isolation_level::process, false, {}}, nullptr};
   auto launcher = find_launcher(options);
-  auto python = host::resolve_interpreter(options.python_bin);
+  auto python = host::resolve_interpreter(options.python_bin, child_identity(options));
+  const auto builder = [&](isolation_level level) {
+    return [options, path = launcher.value(), interpreter = python.value(),
+            level]() -> result<std::unique_ptr<sandbox>> {
+      PSYCH_TRY(auto identities, identities_for(options));
+      return std::unique_ptr<sandbox>(
+          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, level, std::move(identities)));
+    };
+  };
+  candidate process{{process_backend, isolation_level::process, false, {}}, nullptr};
   if (!launcher) process.info.reason = launcher.error().message();
   else if (!python) process.info.reason = python.error().message();
   else if (::geteuid() != 0 && !options.allow_same_uid) process.info.reason = same_uid_guidance();
   else {
     process.info.available = true;
     process.info.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
-    process.build = [options, path = launcher.value(), interpreter = python.value()] {
-      return std::unique_ptr<sandbox>(
-          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, isolation_level::process));
-    };
+    process.build = builder(isolation_level::process);
   }
   candidate namespaces{{namespace_backend, isolation_level::isolated, false, {}}, nullptr};
   if (!launcher) namespaces.info.reason = launcher.error().message();
@@ -249,10 +324,7 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
     namespaces.info.available = true;
     namespaces.info.reason = fmt::format("{} runs {} in user, mount, pid, net, ipc, uts and cgroup namespaces",
                                          launcher.value(), python.value().path);
-    namespaces.build = [options, path = launcher.value(), interpreter = python.value()] {
-      return std::unique_ptr<sandbox>(
-          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, isolation_level::isolated));
-    };
+    namespaces.build = builder(isolation_level::isolated);
   }
   return {std::move(process), std::move(namespaces)};
 }
@@ -279,12 +351,27 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
       return failure(error_kind::sandbox_setup, fmt::format("no local backend is named {:?}", *options.backend));
     std::erase_if(candidates, [&](const candidate& found) { return !pinned(found); });
   }
-  for (const auto& found : candidates)
-    if (found.info.isolation >= options.isolation && found.info.available) return found.build();
   std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));
-  for (const auto& found : candidates)
-    if (found.info.isolation >= options.isolation)
+  for (auto& found : candidates) {
+    if (found.info.isolation < options.isolation) continue;
+    if (!found.info.available) {
       why.append(fmt::format("; {}: {}", found.info.name, found.info.reason));
+      continue;
+    }
+    auto built = found.build();
+    if (!built) {
+      why.append(fmt::format("; {}: {}", found.info.name, built.error().message()));
+      continue;
+    }
+    // What the probe observed decides, not what was found on disk: a backend whose probe fails
+    // would fail every execution the same way, so it is never handed back.
+    const auto probed = built.value()->describe();
+    if (probed.ready && probed.isolation >= options.isolation) return std::move(built).value();
+    std::string problems;
+    for (const auto& problem : probed.problems) problems.append(problems.empty() ? "" : "; ").append(problem);
+    why.append(fmt::format("; {}: not ready ({} reached): {}", found.info.name, name_of(probed.isolation),
+                           problems.empty() ? "the probe reported nothing" : problems));
+  }
   return failure(error_kind::sandbox_setup, why);
 }
 

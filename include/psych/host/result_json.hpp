@@ -64,8 +64,9 @@ BOOST_HANA_ADAPT_STRUCT(psych::meter_readings, calls, transfer, produced, preser
 BOOST_HANA_ADAPT_STRUCT(psych::result_attachment, name, handle, content_type, size_bytes, truncated, location,
                         bytes_let_go, preview);
 BOOST_HANA_ADAPT_STRUCT(psych::backend_info, name, isolation, available, reason);
+BOOST_HANA_ADAPT_STRUCT(psych::run_as_report, mode, first, count, free, held, stray, lock_dir);
 BOOST_HANA_ADAPT_STRUCT(psych::description, ready, backend, isolation, guarantees, mechanisms, problems,
-                        limit_ceiling, network, interpreter, launcher);
+                        limit_ceiling, network, interpreter, launcher, run_as);
 BOOST_HANA_ADAPT_STRUCT(psych::host::describe_report, backends, chosen);
 BOOST_HANA_ADAPT_STRUCT(psych::refusal, reason, message);
 BOOST_HANA_ADAPT_STRUCT(psych::host::refusal_report, refused);

@@ -16,6 +16,25 @@
 
 namespace psych {
 
+/// Where a child's uid comes from.
+enum class run_as_mode {
+  per_execution,  ///< each execution its own uid/gid from a reserved range (a root worker's default)
+  shared,         ///< every execution the one configured run_as_uid
+  worker,         ///< the worker's own uid: it is not root, so there is nothing to drop to
+};
+PSYCH_ENUM_NAMES(run_as_mode, "per_execution", "shared", "worker");
+
+/// Who the children of a root worker run as, and how many of those identities are free now.
+struct run_as_report {
+  run_as_mode mode = run_as_mode::worker;
+  std::int64_t first = 0;  ///< the first uid (and gid) of the range, or the shared uid
+  std::int64_t count = 0;
+  std::int64_t free = 0;         ///< neither held by an execution nor used by a live process
+  std::int64_t held = 0;         ///< held by a running execution, of this worker or another
+  std::int64_t stray = 0;        ///< not held, but a process of that uid is alive: skipped
+  std::string lock_dir;
+};
+
 /// What describe() reports: what this backend is, what it can prove, and
 /// what is wrong with it, if anything. Produced by a fixed probe, never by
 /// model-written code.
@@ -30,6 +49,7 @@ struct description {
   std::string backend;      ///< e.g. "linux-process"
   std::string interpreter;  ///< the real interpreter the child runs
   std::string launcher;
+  std::optional<run_as_report> run_as;  ///< nullopt: no probe ran
 
   /// The first term of every intersection.
   [[nodiscard]] backend_offer offer() const {
@@ -83,6 +103,19 @@ struct backend_info {
   std::string reason;  ///< why not, with install guidance; or what it uses
 };
 
+/// A block of uids, and the gids of the same numbers, reserved for psych's children on this
+/// host (as systemd's DynamicUser reserves one). Each execution of a root worker holds one of
+/// them alone from start until its process tree is verified dead, so concurrent executions
+/// cannot signal, trace or read one another and RLIMIT_NPROC counts one execution.
+struct uid_range {
+  std::int64_t first = 1'500'000;
+  std::int64_t count = 1024;
+  /// Where the per-uid lock files live (made 0700 if missing, and refused unless the worker
+  /// owns it and nobody else may write it). Every worker that shares the range must name the
+  /// same directory: the lock, not the process list, is what keeps two workers apart.
+  std::string lock_dir = "/run/psych/uids";
+};
+
 struct local_sandbox_options {
   /// The minimum level the sandbox must reach; nothing weaker is handed back.
   isolation_level isolation = isolation_level::process;
@@ -101,8 +134,14 @@ struct local_sandbox_options {
   /// change backend when a host gains a capability. It must still reach `isolation`.
   std::optional<std::string> backend;
   std::optional<std::string> launcher_path;  ///< default: $PSYCH_LAUNCHER, then the installed one
-  std::int64_t run_as_uid = 1'500'000;       ///< the lesser uid a root worker drops to
-  std::int64_t run_as_gid = 1'500'000;
+  /// One fixed uid a root worker drops to for every execution, instead of one per execution
+  /// from run_as_range: concurrent executions then share it (they can signal one another and
+  /// share RLIMIT_NPROC), and describe() says so. It still takes a shared lock in
+  /// run_as_range.lock_dir, so a range allocator in another worker never hands it out beside it.
+  std::optional<std::int64_t> run_as_uid;
+  std::optional<std::int64_t> run_as_gid;  ///< default: run_as_uid
+  /// Where each execution's own uid comes from when run_as_uid is unset.
+  uid_range run_as_range;
   std::string temp_root = "/tmp";  ///< where per-execution directories are made
 };
 
