@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
 #include "artifact_walk.hpp"
@@ -505,9 +506,13 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
     return outcome;
   }
   session_outcome outcome;
-  {
+  try {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
+  } catch (const boost::system::system_error& error) {
+    // Asio's event loop refuses to exist only when the process is out of descriptors or memory:
+    // nothing was started, and that is this execution's failure, not the caller's exception.
+    outcome.result.failure = sandbox_failure{failure_kind::launch_failed, fmt::format("the event loop: {}", error.what())};
   }
   // The tree is gone: nothing races the walk but what the kernel already holds.
   if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
