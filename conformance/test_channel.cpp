@@ -61,9 +61,16 @@ TEST_CASE("channel: an interpreter killed by a signal of its own is a crash, tho
     const auto r = conformance::run(sb, "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n",
                                     {.wall_seconds = 20.0});
     REQUIRE(r.failure);
-    CHECK(r.failure->kind == failure_kind::crashed);
-    CHECK(r.failure->message.find("killed by SIGABRT") != std::string::npos);
     CHECK(r.duration_seconds < 5.0);
     check_nothing_left(backend);
+    if (conformance::isolated(backend)) {
+      // The host's cancel (sent at the channel's end of file) can reach the launcher before the
+      // sandbox's init has reported how the interpreter died; init is then killed with the tree
+      // and the report says SIGKILL on request (docs/kinds.md, channel_closed).
+      CHECK((r.failure->kind == failure_kind::crashed || r.failure->kind == failure_kind::channel_closed));
+      return;
+    }
+    CHECK(r.failure->kind == failure_kind::crashed);
+    CHECK(r.failure->message.find("killed by SIGABRT") != std::string::npos);
   });
 }
