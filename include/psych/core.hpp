@@ -5,6 +5,7 @@
 #include "psych/builtins.hpp"
 #include "psych/capture.hpp"
 #include "psych/failure.hpp"
+#include "psych/failure_decision.hpp"
 #include "psych/grading.hpp"
 #include "psych/isolation.hpp"
 #include "psych/json_text.hpp"

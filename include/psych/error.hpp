@@ -65,7 +65,8 @@ enum class error_kind {
   // --- setup: the host cannot provide a sandbox ---
   /// No local backend reaches the requested isolation; carries install guidance.
   sandbox_setup,
-  /// The launcher executable is missing or not executable.
+  /// The launcher executable is missing or not executable, or the launcher ended before it
+  /// read its orders.
   launcher_unavailable,
   /// The interpreter is missing, not executable, or a shim that cannot run sandboxed.
   interpreter_unavailable,

@@ -27,8 +27,9 @@ enum class failure_kind {
   /// time); limit_hit names it. A cap the program saw as an exception is
   /// `exception` with limit_hit set instead.
   limit_exceeded,
-  /// The interpreter died (a signal no limit explains, or it exited without
-  /// reporting a result). Carries the signal or exit status.
+  /// The interpreter was ended by a signal no limit explains and the host did
+  /// not send (SIGSEGV, SIGABRT, ...), or the launcher did not say how it
+  /// ended. Carries the signal.
   crashed,
   /// The child broke the contract (a malformed or out-of-sequence frame, a
   /// wrong token). Names the contract error; output captured so far is kept.
@@ -46,10 +47,18 @@ enum class failure_kind {
   /// wired (refused before anything ran), or the store failed (the captured bytes are still in
   /// the result's data fields).
   preservation_unavailable,
+  /// The channel to the program reached end of file before `done`: the program
+  /// closed it, or the interpreter exited without reporting a result. No result
+  /// can arrive any more, so the host ended the tree at once instead of waiting
+  /// for the wall clock. Carries the exit status when the interpreter exited by
+  /// itself. A limit or a signal of the interpreter's own that explains the end
+  /// takes precedence (`limit_exceeded`, `crashed`).
+  channel_closed,
 };
 PSYCH_ENUM_NAMES(failure_kind, "exception", "syntax_error", "value_not_serializable", "timeout",
                  "cancelled", "limit_exceeded", "crashed", "protocol_violation",
-                 "isolation_unavailable", "launch_failed", "provider_error", "preservation_unavailable");
+                 "isolation_unavailable", "launch_failed", "provider_error", "preservation_unavailable",
+                 "channel_closed");
 
 struct sandbox_failure {
   failure_kind kind = failure_kind::crashed;

@@ -8,6 +8,7 @@
 // Exit status: 0 after `exit` was written; 2 for a request it refused (bad
 // frame, bad values, an identity it will not run as); 1 when setup failed or
 // the host went away.
+#include <csignal>
 #include <variant>
 
 #include <unistd.h>
@@ -254,8 +255,8 @@ int run() {
                                                 .signal_fd = signal_fd.value(),
                                                 .init_report_fd = init_report_fd,
                                                 .tree_cpu_seconds = tree_cpu_of(cgroup)});
-  if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == "SIGKILL" && outcome.exit.limit_hit.empty())
-    outcome.exit.limit_hit = "memory_bytes";  // the cgroup's OOM kill, not a signal the program chose
+  if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == SIGKILL && !outcome.exit.limit_hit)
+    outcome.exit.limit_hit = limit_name::memory_bytes;  // the cgroup's OOM kill, not a signal the program chose
   if (keepalive_fd >= 0) ::close(keepalive_fd);
   if (init_report_fd >= 0) ::close(init_report_fd);
   if (outcome.host_gone) return exit_setup_failed;

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>  // sigabbrev_np
 #include <variant>
 
 #include <poll.h>
@@ -24,17 +23,12 @@ double seconds(const timeval& value) {
   return static_cast<double>(value.tv_sec) + static_cast<double>(value.tv_usec) / 1e6;
 }
 
-std::string signal_name(int signal) {
-  const char* abbreviation = ::sigabbrev_np(signal);
-  return abbreviation ? std::string("SIG") + abbreviation : "SIG" + std::to_string(signal);
-}
-
 /// Why the launcher ended the execution itself, if it did.
 struct verdict {
   bool ended = false;
   bool cancelled = false;
   bool host_gone = false;
-  std::string limit_hit;
+  std::optional<limit_name> limit_hit;
 };
 
 /// Acts on the next whole frame the host sent, if any. Only `cancel` is meaningful here;
@@ -46,7 +40,9 @@ void handle_next_frame(control_channel& control, verdict& why) {
   const auto frame = protocol::decode_frame<protocol::launch_frame, protocol::cancel_frame>(*line);
   const auto* cancel = frame ? std::get_if<protocol::cancel_frame>(&frame.value()) : nullptr;
   const bool timeout = cancel != nullptr && cancel->reason == "timeout";
-  why = verdict{.ended = true, .cancelled = true, .limit_hit = timeout ? "wall_seconds" : ""};
+  why = verdict{.ended = true,
+                .cancelled = true,
+                .limit_hit = timeout ? std::optional(limit_name::wall_seconds) : std::nullopt};
 }
 
 /// One read from control, then its lines. EOF means the host is gone.
@@ -71,12 +67,12 @@ supervision supervise(control_channel& control, const watch& what) {
   while (!ended.reaped && !why.ended) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0) {
-      why = verdict{.ended = true, .limit_hit = "wall_seconds"};
+      why = verdict{.ended = true, .limit_hit = limit_name::wall_seconds};
       break;
     }
     if (what.tree_cpu_seconds) {
       if (const auto used = what.tree_cpu_seconds(); used && *used >= what.cpu_seconds) {
-        why = verdict{.ended = true, .limit_hit = "cpu_seconds"};
+        why = verdict{.ended = true, .limit_hit = limit_name::cpu_seconds};
         break;
       }
     }
@@ -114,17 +110,19 @@ supervision supervise(control_channel& control, const watch& what) {
   exit.survivors = sweep.survivors;
   if (ended.reaped) {
     if (WIFEXITED(ended.status)) exit.exit_code = WEXITSTATUS(ended.status);
-    if (WIFSIGNALED(ended.status)) exit.signal = signal_name(WTERMSIG(ended.status));
+    if (WIFSIGNALED(ended.status)) exit.signal = WTERMSIG(ended.status);
     exit.user_seconds = seconds(ended.usage.ru_utime);
     exit.system_seconds = seconds(ended.usage.ru_stime);
     exit.max_rss_bytes = static_cast<std::int64_t>(ended.usage.ru_maxrss) * 1024;  // KiB on Linux
     exit.wall_seconds = std::chrono::duration<double>(ended.at - what.started).count();
     // RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one for a child that caught it.
-    if (!why.ended && WIFSIGNALED(ended.status)) {
+    // Judged by the status even when a cancel ended the watch: the host cancels as soon as the
+    // channel closes, which an interpreter dying of its limit does just before it is reaped.
+    if (!why.limit_hit && WIFSIGNALED(ended.status)) {
       const int signal = WTERMSIG(ended.status);
       if (signal == SIGXCPU ||
           (signal == SIGKILL && exit.user_seconds + exit.system_seconds >= what.cpu_seconds))
-        exit.limit_hit = "cpu_seconds";
+        exit.limit_hit = limit_name::cpu_seconds;
     }
   } else {
     exit.wall_seconds = std::chrono::duration<double>(clock::now() - what.started).count();

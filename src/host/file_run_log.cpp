@@ -121,8 +121,9 @@ result<void> read_at(int fd, const std::string& path, char* out, std::size_t n, 
     const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return syscall_failure("pread", path);
-    if (got == 0)  // the size came from fstat under our lock: the file shrank under us
-      return failure(error_kind::system_call_failed, fmt::format("pread({}): unexpected end of file", path));
+    if (got == 0)  // the size came from fstat under our lock: something else cut the file short
+      return failure(error_kind::run_log_corrupt,
+                     fmt::format("{}: the file ended before the size it had under the lock", path));
     out += got;
     n -= static_cast<std::size_t>(got);
     offset += static_cast<std::uint64_t>(got);

@@ -1,43 +1,39 @@
 #include "session.hpp"
 
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
-#include <deque>
-#include <limits>
+#include <cstring>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 #include <fmt/format.h>
 
 #include "artifact_walk.hpp"
 #include "attachments.hpp"
 #include "binding_gateway.hpp"
+#include "call_dispatcher.hpp"
 #include "execution_dirs.hpp"
+#include "frame_transport.hpp"
 #include "launcher_process.hpp"
-#include "psych/protocol/json.hpp"
-#include "psych/protocol/line_reader.hpp"
+#include "loopback_probe.hpp"
+#include "posix.hpp"
+#include "psych/failure_decision.hpp"
 
 namespace psych::host {
 
@@ -63,85 +59,66 @@ constexpr auto kill_grace = std::chrono::seconds(3);
 /// tree before it exits, so normally nothing is left holding a pipe).
 constexpr auto drain_grace = std::chrono::seconds(2);
 
-/// How long the calls still in flight when an execution ends get to finish after being asked to
-/// stop. A tool that ignores the request is left behind (its log record stays "started": UNKNOWN).
-constexpr auto call_stop_grace = std::chrono::seconds(2);
+/// Hands an owned descriptor to an Asio object. Should registering it fail, the descriptor
+/// stays with its owner, who closes it.
+template <class Object, class... Protocol>
+result<void> adopt(Object& object, unique_fd& fd, const Protocol&... protocol) {
+  boost::system::error_code ec;
+  object.assign(protocol..., fd.get(), ec);
+  if (ec) return failure(error_kind::system_call_failed, "epoll_ctl(EPOLL_CTL_ADD): " + ec.message());
+  (void)fd.release();
+  return success();
+}
 
-/// Where an invoker's completion lands, from whatever thread it calls back on. It outlives the
-/// session, so a tool finishing after the session ended finds it closed and nothing else.
-class completion_sink {
- public:
-  explicit completion_sink(asio::io_context& io) : io_(&io) {}
-  template <class Handler>
-  void post(Handler handler) {
-    std::lock_guard lock(mutex_);
-    if (io_) asio::post(*io_, std::move(handler));
+/// The program's own report, as the failure decision reads it.
+program_report report_of(const protocol::done_frame& done) {
+  program_report report{.ok = done.ok, .value = done.value};
+  if (done.error) {
+    const auto& e = *done.error;
+    const auto kind = e.kind == protocol::program_error_kind::syntax_error ? failure_kind::syntax_error
+                      : e.kind == protocol::program_error_kind::value_not_serializable
+                          ? failure_kind::value_not_serializable
+                          : failure_kind::exception;
+    report.error = program_failure{.kind = kind,
+                                   .type = e.type,
+                                   .message = e.message,
+                                   .traceback = e.traceback,
+                                   .line = e.line,
+                                   .limit_hint = parse_enum<limit_name>(e.limit_hint)};
   }
-  void close() {
-    std::lock_guard lock(mutex_);
-    io_ = nullptr;
-  }
+  return report;
+}
 
- private:
-  std::mutex mutex_;
-  asio::io_context* io_;
-};
+/// The launcher's exit report, as the failure decision reads it: the signal by name, and
+/// whether it was the launcher's kill on the host's request rather than one of the interpreter's own.
+interpreter_exit exit_of(const protocol::exit_frame& exit) {
+  return {.exit_code = exit.exit_code,
+          .signal = exit.signal ? std::optional(signal_name(*exit.signal)) : std::nullopt,
+          .limit_hit = exit.limit_hit,
+          .killed_on_request = exit.cancelled && exit.signal == SIGKILL};
+}
 
-/// Frames from one socket, bounded as the bytes arrive.
-class frame_stream {
- public:
-  frame_stream(local_socket& socket, protocol::stream_bounds bounds) : socket_(socket), reader_(bounds) {}
-
-  /// The next frame of one of the given types; nullopt at a clean end of stream.
-  template <class... Frames>
-  awaitable<result<std::optional<std::variant<Frames...>>>> next() {
-    using frame = std::variant<Frames...>;
-    while (pending_.empty()) {
-      if (ended_) co_return std::optional<frame>{};
-      boost::system::error_code ec;
-      const auto n = co_await socket_.async_read_some(asio::buffer(buffer_), asio::redirect_error(use_awaitable, ec));
-      if (ec) {
-        ended_ = true;
-        if (auto finished = reader_.finish(); !finished) co_return finished.error();
-        continue;
-      }
-      auto fed = reader_.feed(std::string_view(buffer_.data(), n),
-                              [this](std::string_view line) { pending_.emplace_back(line); });
-      if (!fed) co_return fed.error();
-    }
-    const std::string line = std::move(pending_.front());
-    pending_.pop_front();
-    auto decoded = protocol::decode_frame<Frames...>(line);
-    if (!decoded) co_return decoded.error();
-    co_return std::optional<frame>(std::move(decoded).value());
-  }
-
- private:
-  local_socket& socket_;
-  protocol::line_reader reader_;
-  std::deque<std::string> pending_;
-  std::array<char, 64 * 1024> buffer_{};
-  bool ended_ = false;
-};
-
+/// One execution: the launcher, the conversation of the contract over control and channel, the
+/// program's output, the clock and the outcome. The transport, the calls and the network probe
+/// are each their own part; this is what ties them together.
 class session {
  public:
   session(const session_plan& plan, const execution_dirs& dirs)
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
-        listen_v4_(io_), listen_v6_(io_), backstop_(io_), drain_deadline_(io_), calls_settled_(io_),
+        control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
-        gateway_(plan.bindings), sink_(std::make_shared<completion_sink>(io_)) {
+        gateway_(plan.bindings),
+        calls_(io_, gateway_, plan.bindings.run.execution_id,
+               [this](const protocol::result_frame& answer) { channel_out_.send(answer); }) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
   }
 
-  ~session() { sink_->close(); }
-
   session_outcome run(std::stop_token stop) {
     started_at_ = clock::now();
     if (auto launched = launch(); !launched) {
-      outcome_.result.failure = sandbox_failure{failure_kind::launch_failed, launched.error().message()};
+      launch_failure_ = launched.error().message();
       return finish();
     }
     asio::co_spawn(io_, main(), asio::detached);
@@ -159,38 +136,47 @@ class session {
  private:
   // ---- setting up -----------------------------------------------------------
 
+  /// The streams, the launcher, and its orders. Every descriptor is owned from the moment the
+  /// kernel hands it out, so a step that fails leaves nothing open behind it.
   result<void> launch() {
-    open_listeners();
-    int control_pair[2], channel_pair[2], out_pipe[2], err_pipe[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control_pair) != 0 ||
-        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel_pair) != 0 ||
-        ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
-      return failure(error_kind::system_call_failed, fmt::format("socketpair/pipe2: {}", std::strerror(errno)));
-    control_.assign(asio::local::stream_protocol(), control_pair[0]);
-    channel_.assign(asio::local::stream_protocol(), channel_pair[0]);
-    stdout_.assign(out_pipe[0]);
-    stderr_.assign(err_pipe[0]);
+    probe_.open();
+    PSYCH_TRY(auto control, unix_socket_pair());
+    PSYCH_TRY(auto channel, unix_socket_pair());
+    PSYCH_TRY(auto out, cloexec_pipe());
+    PSYCH_TRY(auto err, cloexec_pipe());
+    PSYCH_TRY(adopt(control_, control.first, asio::local::stream_protocol()));
+    PSYCH_TRY(adopt(channel_, channel.first, asio::local::stream_protocol()));
+    PSYCH_TRY(adopt(stdout_, out.first));
+    PSYCH_TRY(adopt(stderr_, err.first));
 
-    auto spawned = spawn_launcher(plan_.launcher_path, {.stdout_write = out_pipe[1],
-                                                        .stderr_write = err_pipe[1],
-                                                        .control = control_pair[1],
-                                                        .channel = channel_pair[1]});
-    for (int fd : {control_pair[1], channel_pair[1], out_pipe[1], err_pipe[1]}) ::close(fd);
-    if (!spawned) return spawned.error();
-    launcher_ = spawned.value();
-    pidfd_.assign(launcher_.pidfd);
+    PSYCH_TRY(launcher_, spawn_launcher(plan_.launcher_path, {.stdout_write = out.second.get(),
+                                                              .stderr_write = err.second.get(),
+                                                              .control = control.second.get(),
+                                                              .channel = channel.second.get()}));
+    // The launcher's ends are the launcher's now: holding them here would hide its end of file.
+    for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
+    unique_fd pidfd{launcher_.pidfd};
+    if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
+      end_launcher();
+      return adopted;
+    }
 
     token_ = random_token();
     const auto frame = protocol::encode_frame(launch_frame());
     boost::system::error_code ec;
     asio::write(control_, asio::buffer(frame), ec);
     if (ec) {
-      // The launcher died before reading its orders; make sure, then reap it.
-      ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
-      reap_launcher(launcher_);
-      return failure(error_kind::system_call_failed, "writing the launch frame: " + ec.message());
+      end_launcher();
+      return failure(error_kind::launcher_unavailable,
+                     "the launcher ended before it read its orders (writing the launch frame: " + ec.message() + ")");
     }
     return success();
+  }
+
+  /// A launcher that cannot be given its orders: made sure of, then reaped.
+  void end_launcher() {
+    ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
+    reap_launcher(launcher_);
   }
 
   protocol::launch_frame launch_frame() const {
@@ -204,41 +190,10 @@ class session {
     frame.workspace = dirs_.workspace;
     frame.tmp_dir = dirs_.tmp;
     frame.canary = dirs_.canary;
-    frame.probe = {.ipv4_port = port_of(listen_v4_), .ipv6_port = port_of(listen_v6_)};
+    frame.probe = probe_.ports();
     frame.run_as = plan_.run_as;
     frame.allow_same_uid = plan_.allow_same_uid;
     return frame;
-  }
-
-  /// The network probe's target: listeners on this machine's loopback only.
-  /// A connection that arrives here while network is denied is exposure,
-  /// whatever the child says.
-  void open_listeners() {
-    const auto open = [this](asio::ip::tcp::acceptor& acceptor, const asio::ip::address& loopback) {
-      boost::system::error_code ec;
-      acceptor.open(loopback.is_v4() ? asio::ip::tcp::v4() : asio::ip::tcp::v6(), ec);
-      if (!ec) acceptor.bind({loopback, 0}, ec);
-      if (!ec) acceptor.listen(16, ec);
-      if (ec) acceptor.close(ec);
-      else asio::co_spawn(io_, accept_loop(acceptor), asio::detached);
-    };
-    open(listen_v4_, asio::ip::address_v4::loopback());
-    open(listen_v6_, asio::ip::address_v6::loopback());
-  }
-
-  static std::int64_t port_of(const asio::ip::tcp::acceptor& acceptor) {
-    boost::system::error_code ec;
-    return acceptor.is_open() ? acceptor.local_endpoint(ec).port() : 0;
-  }
-
-  awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor) {
-    for (;;) {
-      boost::system::error_code ec;
-      auto peer = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
-      if (ec) co_return;
-      ++loopback_connections_;
-      peer.close(ec);
-    }
   }
 
   // ---- the conversation -----------------------------------------------------
@@ -247,14 +202,12 @@ class session {
     co_await (converse() && drain(stdout_, out_) && drain(stderr_, err_) && wait_launcher());
     backstop_.cancel();
     drain_deadline_.cancel();
-    boost::system::error_code ec;
-    listen_v4_.close(ec);
-    listen_v6_.close(ec);
+    probe_.close();
   }
 
   awaitable<void> converse() {
-    frame_stream control(control_, {.max_frame_bytes = 1u << 20});
-    frame_stream channel(channel_, {});
+    frame_reader<local_socket> control(control_, {.max_frame_bytes = 1u << 20});
+    frame_reader<local_socket> channel(channel_, {});
 
     auto first = co_await control.next<protocol::started_frame, protocol::launch_error_frame>();
     if (!first || !first.value()) {
@@ -277,24 +230,26 @@ class session {
 
   /// Reads the child's containment report, grades it, and answers run or
   /// abort. True when the program was sent.
-  awaitable<bool> hello_and_decide(frame_stream& channel) {
+  awaitable<bool> hello_and_decide(frame_reader<local_socket>& channel) {
     auto hello = co_await channel.next<protocol::hello_frame>();
     if (!hello) {
       violation(hello.error().message());
       co_return false;
     }
-    if (!hello.value()) co_return false;  // the interpreter died first; the exit report says how
+    if (!hello.value()) {
+      channel_ended();
+      co_return false;
+    }
     const auto& frame = std::get<protocol::hello_frame>(*hello.value());
     if (frame.token != token_) {
       violation("frame_out_of_sequence: the hello frame does not carry this execution's token");
       co_return false;
     }
     grade_ = grade_containment(expectation(), *outcome_.mechanisms, frame.report);
-    if (loopback_connections_ > 0) note_loopback_exposure();
+    note_loopback_exposure(*grade_, plan_.terms.network, probe_.connections());
 
     if (plan_.probe_only) {
-      const protocol::abort_frame abort{"probe only: describe() never runs a program"};
-      co_await send(channel_, abort);
+      channel_out_.send(protocol::abort_frame{"probe only: describe() never runs a program"});
       co_return false;
     }
     if (!grade_->reaches(plan_.terms.isolation)) {
@@ -303,149 +258,54 @@ class session {
                                     grade_->achieved ? name_of(*grade_->achieved) : "less than process");
       for (const auto& problem : grade_->problems) why.append("; ").append(problem);
       isolation_failure_ = why;
-      const protocol::abort_frame abort{"isolation_unavailable: " + why};
-      co_await send(channel_, abort);
+      channel_out_.send(protocol::abort_frame{"isolation_unavailable: " + why});
       co_return false;
     }
     outcome_.program_started = true;
-    const protocol::run_frame run{.program = plan_.program,
-                                  .filename = plan_.filename,
-                                  .bindings = gateway_.bindings_for_run(),
-                                  .excluded = binding_gateway::excluded_for_run()};
-    co_await send(channel_, run);
+    channel_out_.send(protocol::run_frame{.program = plan_.program,
+                                          .filename = plan_.filename,
+                                          .bindings = gateway_.bindings_for_run(),
+                                          .excluded = binding_gateway::excluded_for_run()});
     co_return true;
   }
 
-  /// The program's calls until its `done`. Each call is dispatched as it arrives and answered
-  /// when its tool finishes, so calls the program gathered run together and the host keeps reading.
-  awaitable<void> program(frame_stream& channel) {
+  /// The program's frames until its `done`: calls go to the dispatcher as they arrive.
+  awaitable<void> program(frame_reader<local_socket>& channel) {
     for (;;) {
       auto frame = co_await channel.next<protocol::done_frame, protocol::call_frame, protocol::cancel_call_frame>();
       if (!frame) {
         violation(frame.error().message());
         break;
       }
-      if (!frame.value()) break;  // the child went away; the exit report says how
+      if (!frame.value()) {
+        channel_ended();
+        break;
+      }
       if (const auto* call = std::get_if<protocol::call_frame>(&*frame.value())) {
-        dispatch(*call);
-        continue;
+        calls_.dispatch(*call);
+      } else if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&*frame.value())) {
+        calls_.give_up(cancel->id);
+      } else {
+        done_ = std::get<protocol::done_frame>(*frame.value());
+        break;
       }
-      if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&*frame.value())) {
-        if (const auto found = in_flight_.find(cancel->id); found != in_flight_.end()) {
-          found->second.given_up = true;
-          found->second.stop.request_stop();
-        }
-        continue;
-      }
-      done_ = std::get<protocol::done_frame>(*frame.value());
-      break;
     }
-    co_await end_calls();
+    const auto problems = co_await calls_.end_calls();
+    outcome_.result.problems.insert(outcome_.result.problems.end(), problems.begin(), problems.end());
   }
 
-  /// A call in flight: the invoker has it, and its stop source.
-  struct flight {
-    admitted_call call;
-    std::stop_source stop;
-    bool given_up = false;  ///< the program sent cancel_call
-  };
-
-  void dispatch(const protocol::call_frame& call) {
-    if (in_flight_.contains(call.id)) {
-      queue_answer({.id = call.id, .ok = false, .value = std::nullopt,
-                    .error = protocol::call_error{.kind = tool_error_kind::malformed_call, .tool = call.tool,
-                                                  .message = "a call with this id is already in flight"}});
-      return;
-    }
-    auto admission = gateway_.admit(call);
-    if (auto* answer = std::get_if<protocol::result_frame>(&admission)) {
-      queue_answer(*answer);
-      return;
-    }
-    auto& slot = in_flight_[call.id];
-    slot.call = std::get<admitted_call>(std::move(admission));
-    *invoking_ = call.id;
-    const tool_call asked{slot.call.call_id, plan_.bindings.run.execution_id, slot.call.tool, slot.call.arguments_json};
-    // A tool that answers at once, on this thread, is answered without a trip through the queue;
-    // any other completion is posted here from wherever it came.
-    const auto own_thread = std::this_thread::get_id();
-    std::optional<tool_outcome> at_once;
-    gateway_.invoker()->invoke(
-        asked, slot.stop.get_token(),
-        [sink = sink_, this, id = call.id, own_thread, at_once = &at_once, invoking = invoking_](tool_outcome outcome) {
-          // Only this very call's completion, inside its own invoke(): an invoker that completes an
-          // earlier call from within a later invoke() goes through the queue like any other.
-          if (std::this_thread::get_id() == own_thread && *invoking == id) {
-            *at_once = std::move(outcome);
-            return;
-          }
-          sink->post([this, id, outcome = std::move(outcome)] { on_call_done(id, outcome); });
-        });
-    *invoking_ = not_invoking;
-    if (at_once) on_call_done(call.id, *at_once);
-  }
-
-  void on_call_done(std::int64_t id, const tool_outcome& outcome) {
-    const auto found = in_flight_.find(id);
-    if (found == in_flight_.end()) return;  // an invoker that called back twice
-    const auto& slot = found->second;
-    if (slot.given_up || program_over_) {
-      gateway_.abandon(slot.call, outcome);
-      if (!program_over_)
-        queue_answer({.id = id, .ok = false, .value = std::nullopt,
-                      .error = protocol::call_error{.kind = tool_error_kind::cancelled, .tool = slot.call.tool,
-                                                    .message = "the program gave up on this call"}});
-    } else {
-      queue_answer(gateway_.complete(slot.call, outcome));
-    }
-    in_flight_.erase(found);
-    if (in_flight_.empty()) calls_settled_.cancel();
-  }
-
-  /// The execution is over for its calls: each one still in flight is asked to stop, and gets a
-  /// grace period to say how it ended, which the run log records.
-  awaitable<void> end_calls() {
-    program_over_ = true;
-    if (in_flight_.empty()) co_return;
-    for (auto& [id, slot] : in_flight_) slot.stop.request_stop();
-    calls_settled_.expires_after(call_stop_grace);
-    boost::system::error_code ec;
-    co_await calls_settled_.async_wait(asio::redirect_error(use_awaitable, ec));
-    for (const auto& [id, slot] : in_flight_)
-      outcome_.result.problems.push_back(fmt::format(
-          "bindings: {} ({}) did not end within {} s of being asked to stop; its outcome is unknown",
-          slot.call.tool, slot.call.call_id, call_stop_grace.count()));
-  }
-
-  /// Answers go out in the order they are ready, one write at a time, while reading goes on.
-  void queue_answer(const protocol::result_frame& answer) {
-    if (program_over_) return;
-    outbox_.push_back(protocol::encode_frame(answer));
-    if (outbox_.size() == 1) write_next();
-  }
-
-  void write_next() {
-    asio::async_write(channel_, asio::buffer(outbox_.front()), [this](boost::system::error_code ec, std::size_t) {
-      outbox_.pop_front();
-      if (ec) outbox_.clear();  // the child is gone; its exit report says how
-      if (!outbox_.empty()) write_next();
-    });
-  }
-
-  awaitable<void> read_exit(frame_stream& control) {
+  awaitable<void> read_exit(frame_reader<local_socket>& control) {
     auto frame = co_await control.next<protocol::exit_frame>();
     if (frame && frame.value()) exit_ = std::get<protocol::exit_frame>(*frame.value());
     else if (!frame) launcher_problem_ = "the launcher's exit report broke the contract: " + frame.error().message();
     else launcher_problem_ = "the launcher ended without an exit report";
   }
 
-  // Frames are passed as named objects: GCC 12 destroys temporaries bound
-  // inside a co_await expression twice.
-  template <class Frame>
-  awaitable<void> send(local_socket& socket, const Frame& frame) {
-    const auto text = protocol::encode_frame(frame);
-    boost::system::error_code ec;  // a child that died meanwhile is reported by the exit frame
-    co_await asio::async_write(socket, asio::buffer(text), asio::redirect_error(use_awaitable, ec));
+  /// End of file on the channel before `done`: no result can arrive any more, so the tree is
+  /// ended now rather than at the wall clock.
+  void channel_ended() {
+    channel_closed_ = true;
+    send_cancel("cancelled");
   }
 
   void violation(std::string what) {
@@ -456,9 +316,7 @@ class session {
   void send_cancel(const char* reason) {
     if (cancel_sent_ || !control_.is_open()) return;
     cancel_sent_ = true;
-    const auto text = protocol::encode_frame(protocol::cancel_frame{reason});
-    boost::system::error_code ec;
-    asio::write(control_, asio::buffer(text), ec);
+    control_out_.send(protocol::cancel_frame{reason});
   }
 
   // ---- output, the launcher's lifetime, the clock ---------------------------
@@ -537,23 +395,31 @@ class session {
     return e;
   }
 
-  void note_loopback_exposure() {
-    if (!grade_ || plan_.terms.network != network_access::none) return;
-    grade_->grades.network = enforcement::unavailable;
-    grade_->network_denied = false;
-    grade_->problems.push_back(
-        fmt::format("network: {} connection(s) reached the host's loopback listener", loopback_connections_));
+  /// What happened, for the failure decision.
+  execution_facts facts() const {
+    execution_facts f;
+    f.launch_failure = launch_failure_;
+    f.isolation_failure = isolation_failure_;
+    f.violation = violation_;
+    f.probe_only = plan_.probe_only;
+    f.cancelled = cancelled_;
+    f.backstop_fired = backstop_fired_;
+    f.wall_seconds = plan_.terms.limits.wall_seconds.value;
+    if (done_) f.done = report_of(*done_);
+    f.channel_closed = channel_closed_;
+    if (exit_) f.exit = exit_of(*exit_);
+    return f;
   }
 
   session_outcome finish() {
     auto& r = outcome_.result;
     if (grade_) {
-      if (loopback_connections_ > 0) note_loopback_exposure();
+      note_loopback_exposure(*grade_, plan_.terms.network, probe_.connections());
       if (exit_) grade_exit(*grade_, exit_->survivors);
       r.isolation = grade_->achieved;
       r.guarantees = grade_->grades;
       r.network_denied = grade_->network_denied;
-      r.problems = grade_->problems;
+      r.problems.insert(r.problems.begin(), grade_->problems.begin(), grade_->problems.end());
     }
     if (launcher_status_ != 0 && !exit_ && launcher_problem_.empty())
       launcher_problem_ = fmt::format("the launcher exited with status {}", launcher_status_);
@@ -581,51 +447,11 @@ class session {
     r.stdout_preview = make_preview(r.stdout_data, r.stdout_size, policy.preview_bytes);
     r.stderr_preview = make_preview(r.stderr_data, r.stderr_size, policy.preview_bytes);
 
-    if (!r.failure) decide_failure(r);
+    auto decided = decide_failure(facts());
+    r.failure = std::move(decided.failure);
+    r.limit_hit = decided.limit_hit;
+    r.value = std::move(decided.value);
     return std::move(outcome_);
-  }
-
-  /// One failure, by precedence: what stopped the execution from starting,
-  /// then what ended it from outside, then what the program itself reported.
-  void decide_failure(sandbox_result& r) {
-    const auto limit_hit = exit_ ? parse_enum<limit_name>(exit_->limit_hit) : std::nullopt;
-    if (!launch_failure_.empty()) {
-      r.failure = sandbox_failure{failure_kind::launch_failed, launch_failure_};
-    } else if (!isolation_failure_.empty()) {
-      r.failure = sandbox_failure{failure_kind::isolation_unavailable, isolation_failure_};
-    } else if (violation_) {
-      r.failure = sandbox_failure{failure_kind::protocol_violation, *violation_};
-    } else if (plan_.probe_only) {
-      return;
-    } else if (cancelled_) {
-      r.failure = sandbox_failure{failure_kind::cancelled, "the caller cancelled the execution"};
-    } else if (limit_hit == limit_name::wall_seconds || backstop_fired_) {
-      r.limit_hit = limit_name::wall_seconds;
-      r.failure = sandbox_failure{failure_kind::timeout,
-                                  fmt::format("the wall clock of {} s ran out", plan_.terms.limits.wall_seconds.value)};
-    } else if (done_ && done_->ok) {
-      if (done_->value && done_->value->text != "null") r.value = done_->value;
-    } else if (done_ && done_->error) {
-      const auto& e = *done_->error;
-      const auto kind = e.kind == protocol::program_error_kind::syntax_error ? failure_kind::syntax_error
-                        : e.kind == protocol::program_error_kind::value_not_serializable
-                            ? failure_kind::value_not_serializable
-                            : failure_kind::exception;
-      const auto message = e.type.empty() ? e.message : e.message.empty() ? e.type : e.type + ": " + e.message;
-      r.failure = sandbox_failure{kind, message, e.traceback, e.line};
-      r.limit_hit = parse_enum<limit_name>(e.limit_hint);
-    } else if (limit_hit) {
-      r.limit_hit = limit_hit;
-      r.failure = sandbox_failure{failure_kind::limit_exceeded,
-                                  fmt::format("the {} limit ended the interpreter{}", name_of(*limit_hit),
-                                              exit_ && !exit_->signal.empty() ? " (" + exit_->signal + ")" : "")};
-    } else {
-      std::string how = !exit_                   ? "the launcher did not report how"
-                        : !exit_->signal.empty() ? "killed by " + exit_->signal
-                                                 : fmt::format("exit status {}", exit_->exit_code);
-      r.failure = sandbox_failure{failure_kind::crashed,
-                                  "the interpreter ended without reporting a result (" + how + ")"};
-    }
   }
 
   const session_plan& plan_;
@@ -633,18 +459,13 @@ class session {
   asio::io_context io_;
   local_socket control_, channel_;
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
-  asio::ip::tcp::acceptor listen_v4_, listen_v6_;
-  asio::steady_timer backstop_, drain_deadline_, calls_settled_;
+  frame_writer<local_socket> control_out_, channel_out_;
+  loopback_probe probe_;
+  asio::steady_timer backstop_, drain_deadline_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
   binding_gateway gateway_;
-  std::shared_ptr<completion_sink> sink_;
-  std::map<std::int64_t, flight> in_flight_;
-  /// The id of the call whose invoke() this thread is inside, if any: its completion is then at once.
-  static constexpr std::int64_t not_invoking = std::numeric_limits<std::int64_t>::min();
-  std::shared_ptr<std::int64_t> invoking_ = std::make_shared<std::int64_t>(not_invoking);
-  std::deque<std::string> outbox_;
-  bool program_over_ = false;
+  call_dispatcher calls_;
 
   launcher_process launcher_;
   std::string token_;
@@ -656,8 +477,8 @@ class session {
   std::optional<std::string> violation_;
   std::string launch_failure_, isolation_failure_, launcher_problem_;
   int launcher_status_ = 0;
-  std::uint64_t loopback_connections_ = 0;
   bool cancelled_ = false, cancel_sent_ = false, backstop_fired_ = false, launcher_reaped_ = false;
+  bool channel_closed_ = false;
 };
 
 void collect_into(sandbox_result& result, const std::string& workspace, const artifact_policy& policy) {
@@ -685,9 +506,13 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
     return outcome;
   }
   session_outcome outcome;
-  {
+  try {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
+  } catch (const boost::system::system_error& error) {
+    // Asio's event loop refuses to exist only when the process is out of descriptors or memory:
+    // nothing was started, and that is this execution's failure, not the caller's exception.
+    outcome.result.failure = sandbox_failure{failure_kind::launch_failed, fmt::format("the event loop: {}", error.what())};
   }
   // The tree is gone: nothing races the walk but what the kernel already holds.
   if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)

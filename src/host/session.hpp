@@ -1,7 +1,8 @@
 #pragma once
-// One execution, start to finish: directories, the canary and loopback
-// listeners, the launcher, the conversation of the contract, output capture,
-// the clock, cancellation, grading and the result. Blocking; Asio inside.
+// One execution, start to finish: directories, the launcher, the conversation of
+// the contract (over frame_transport.hpp, with the calls in call_dispatcher and
+// the network probe's target in loopback_probe), output capture, the clock,
+// cancellation, grading and the result (decide_failure). Blocking; Asio inside.
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -96,8 +96,8 @@ rapidjson::Document returned(const execution& outcome) {
 void require_clean_exit(const execution& outcome) {
   REQUIRE(outcome.exit);
   CHECK(outcome.exit->exit_code == 0);
-  CHECK(outcome.exit->signal == "");
-  CHECK(outcome.exit->limit_hit == "");
+  CHECK_FALSE(outcome.exit->signal);
+  CHECK_FALSE(outcome.exit->limit_hit);
   CHECK_FALSE(outcome.exit->cancelled);
   CHECK(outcome.exit->survivors == 0);
   CHECK(outcome.launcher_status == 0);
@@ -419,7 +419,7 @@ return "survived"
 )");
   CHECK_FALSE(outcome.done);
   REQUIRE(outcome.exit);
-  CHECK(outcome.exit->signal == "SIGSYS");
+  CHECK(outcome.exit->signal == SIGSYS);
   CHECK(outcome.exit->survivors == 0);
 }
 
@@ -432,8 +432,8 @@ TEST_CASE("the wall clock ends a program that sleeps, and its tree") {
   REQUIRE(outcome.started);
   CHECK_FALSE(outcome.done);
   REQUIRE(outcome.exit);
-  CHECK(outcome.exit->limit_hit == "wall_seconds");
-  CHECK(outcome.exit->signal == "SIGKILL");
+  CHECK(outcome.exit->limit_hit == limit_name::wall_seconds);
+  CHECK(outcome.exit->signal == SIGKILL);
   CHECK_FALSE(outcome.exit->cancelled);
   CHECK(outcome.exit->wall_seconds >= 1.0);
   CHECK(outcome.exit->wall_seconds < 5.0);
@@ -447,21 +447,21 @@ TEST_CASE("cancel kills the tree and still answers with exit") {
   scratch dir;
   run_options options;
   options.cancel_after = std::chrono::milliseconds(300);
-  std::string expected_limit;
+  std::optional<limit_name> expected_limit;
   SUBCASE("reason cancelled") {
     options.cancel_reason = "cancelled";
-    expected_limit = "";
+    expected_limit = std::nullopt;
   }
   SUBCASE("reason timeout") {
     options.cancel_reason = "timeout";
-    expected_limit = "wall_seconds";
+    expected_limit = limit_name::wall_seconds;
   }
   const auto outcome = run_program(default_launch(dir), "import time\ntime.sleep(30)", options);
   REQUIRE(outcome.started);
   REQUIRE(outcome.exit);
   CHECK(outcome.exit->cancelled);
   CHECK(outcome.exit->limit_hit == expected_limit);
-  CHECK(outcome.exit->signal == "SIGKILL");
+  CHECK(outcome.exit->signal == SIGKILL);
   CHECK(outcome.exit->wall_seconds < 5.0);
   CHECK(outcome.exit->survivors == 0);
   CHECK(process_gone(static_cast<pid_t>(outcome.started->pid)));
@@ -476,8 +476,8 @@ TEST_CASE("a CPU spin ends at cpu_seconds") {
   launch.limits.wall_seconds = 15.0;
   const auto outcome = run_program(launch, "while True:\n    pass");
   REQUIRE(outcome.exit);
-  CHECK(outcome.exit->limit_hit == "cpu_seconds");
-  CHECK(outcome.exit->signal == "SIGXCPU");
+  CHECK(outcome.exit->limit_hit == limit_name::cpu_seconds);
+  CHECK(outcome.exit->signal == SIGXCPU);
   CHECK(outcome.exit->user_seconds + outcome.exit->system_seconds >= 0.9);
   CHECK_FALSE(outcome.exit->cancelled);
   CHECK(outcome.exit->survivors == 0);
@@ -657,7 +657,7 @@ TEST_CASE("a termination signal to the launcher ends the tree and still answers 
   auto exit = protocol::decode_frame<protocol::exit_frame>(*reply);
   REQUIRE(exit);
   CHECK(std::get<protocol::exit_frame>(exit.value()).cancelled);
-  CHECK(std::get<protocol::exit_frame>(exit.value()).signal == "SIGKILL");
+  CHECK(std::get<protocol::exit_frame>(exit.value()).signal == SIGKILL);
   CHECK(process.wait() == 0);
   CHECK(process_gone(child));
 }

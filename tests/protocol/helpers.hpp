@@ -165,12 +165,12 @@ inline launch_error_frame sample_launch_error() {
 inline exit_frame sample_exit() {
   exit_frame f;
   f.exit_code = 137;
-  f.signal = "SIGKILL";
+  f.signal = 9;
   f.user_seconds = 0.01;
   f.system_seconds = 1.0 / 3.0;
   f.max_rss_bytes = 9000000;
   f.wall_seconds = 30.000000000000004;
-  f.limit_hit = "wall_seconds";
+  f.limit_hit = limit_name::wall_seconds;
   f.cancelled = true;
   f.killed = 2;
   f.survivors = 0;
@@ -269,9 +269,9 @@ inline std::vector<std::string> contract_examples() {
       R"( "process_count_base":3}})",
       R"({"type":"error","stage":"seccomp","syscall":"seccomp_load","error_number":22,"message":"..."})",
       R"({"type":"cancel","reason":"cancelled"})",
-      R"({"type":"exit","exit_code":0,"signal":"","user_seconds":0.01,)"
+      R"({"type":"exit","exit_code":0,"signal":null,"user_seconds":0.01,)"
       R"( "system_seconds":0.0,"max_rss_bytes":9000000,"wall_seconds":0.02,)"
-      R"( "limit_hit":"","cancelled":false,"killed":0,"survivors":0})",
+      R"( "limit_hit":null,"cancelled":false,"killed":0,"survivors":0})",
       R"({"type":"hello","token":"0123456789abcdef0123456789abcdef",)"
       R"( "report":{"pid":1234,"ppid":1233,"pgid":1234,"sid":1234,)"
       R"( "uid":1500000,"gid":1500000,"euid":1500000,"egid":1500000,"groups":[],)"

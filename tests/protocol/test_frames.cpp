@@ -127,6 +127,38 @@ TEST_CASE("frames: decode_frame names what is wrong with a frame") {
   }
 }
 
+TEST_CASE("frames: the exit report's signal is a number and its limit a limit's name") {
+  SUBCASE("typed values decode as such") {
+    const auto exit = std::get<exit_frame>(expect_value(
+        decode_any(R"({"type":"exit","exit_code":-1,"signal":31,"limit_hit":"cpu_seconds"})")));
+    CHECK(exit.signal == 31);
+    CHECK(exit.limit_hit == limit_name::cpu_seconds);
+  }
+  SUBCASE("null and absent both mean none") {
+    for (const char* line : {R"({"type":"exit","exit_code":0,"signal":null,"limit_hit":null})",
+                             R"({"type":"exit","exit_code":0})"}) {
+      INFO(line);
+      const auto exit = std::get<exit_frame>(expect_value(decode_any(line)));
+      CHECK_FALSE(exit.signal);
+      CHECK_FALSE(exit.limit_hit);
+    }
+  }
+  SUBCASE("a signal's name, or a fraction, is not a signal") {
+    const error e = expect_error(decode_any(R"({"type":"exit","exit_code":-1,"signal":"SIGKILL"})"),
+                                 error_kind::frame_wrong_kind);
+    CHECK(e.detail.rfind("signal: ", 0) == 0);
+    expect_error(decode_any(R"({"type":"exit","exit_code":-1,"signal":9.5})"), error_kind::frame_wrong_kind);
+  }
+  SUBCASE("a limit no limit_name spells, the empty string included, is refused") {
+    for (const char* line : {R"({"type":"exit","exit_code":-1,"limit_hit":"memory"})",
+                             R"({"type":"exit","exit_code":-1,"limit_hit":""})"}) {
+      INFO(line);
+      const error e = expect_error(decode_any(line), error_kind::frame_bad_enum);
+      CHECK(e.detail.rfind("limit_hit: ", 0) == 0);
+    }
+  }
+}
+
 TEST_CASE("frames: unknown members are ignored and absent ones keep their defaults") {
   const auto v = expect_value(decode_any(R"({"added_later":["x"],"type":"run","program":"p","later":{"a":1}})"));
   const run_frame& run = std::get<run_frame>(v);

@@ -82,12 +82,14 @@ struct exit_frame {
   static constexpr std::string_view type = "exit";
   static constexpr std::array<std::string_view, 1> required_members{"exit_code"};
   std::int64_t exit_code = -1;
-  std::string signal;  ///< "SIGKILL", or empty when the child exited
+  /// The number of the signal that ended the child (the host names it for messages); null when
+  /// the child exited.
+  std::optional<std::int64_t> signal;
   double user_seconds = 0;
   double system_seconds = 0;
   std::int64_t max_rss_bytes = 0;
   double wall_seconds = 0;
-  std::string limit_hit;  ///< a limit_name spelling, or empty
+  std::optional<limit_name> limit_hit;  ///< the cap the launcher saw end the child; null: none
   bool cancelled = false;
   std::int64_t killed = 0;     ///< descendants killed after the child ended
   std::int64_t survivors = 0;  ///< descendants still alive after the kill: must be 0

@@ -1,0 +1,76 @@
+// The channel ending before `done`: no result can arrive any more, so the execution ends at
+// once with `channel_closed`, not at the wall clock as a timeout; a signal of the interpreter's
+// own still reads as a crash.
+#include <unistd.h>
+
+#include <chrono>
+
+#include "backends.hpp"
+
+using namespace psych;
+using conformance::backend_under_test;
+using conformance::for_each_backend;
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// The execution's own processes are gone: none of its uid is left on the host.
+void check_nothing_left(const backend_under_test& backend) {
+  if (::geteuid() != 0) return;  // without root the child keeps the worker's uid, shared with this very test
+  const auto left = conformance::processes_of(backend.options.run_as_uid);
+  CHECK_MESSAGE(left.empty(), left.size() << " process(es) of uid " << backend.options.run_as_uid << " left");
+}
+
+}  // namespace
+
+TEST_CASE("channel: a program that closes its channel and sleeps is ended at once") {
+  for_each_backend([](sandbox& sb, const backend_under_test& backend) {
+    const auto began = clock::now();
+    const auto r = conformance::run(sb, "import os, time\nprint('closing', flush=True)\nos.close(3)\ntime.sleep(30)\n",
+                                    {.wall_seconds = 20.0});
+    const std::chrono::duration<double> took = clock::now() - began;
+    REQUIRE(r.failure);
+    CHECK(r.failure->kind == failure_kind::channel_closed);
+    CHECK(r.failure->message.find("channel closed") != std::string::npos);
+    CHECK_FALSE(r.limit_hit);
+    CHECK_FALSE(r.cancelled);
+    CHECK(took.count() < 5.0);
+    CHECK(r.duration_seconds < 5.0);
+    CHECK(r.stdout_data == "closing\n");  // what it wrote before is kept
+    check_nothing_left(backend);
+  });
+}
+
+TEST_CASE("channel: a program that closes its channel and returns normally ends with channel_closed") {
+  for_each_backend([](sandbox& sb, const backend_under_test& backend) {
+    const auto began = clock::now();
+    const auto r = conformance::run(sb, "import os\nos.close(3)\nreturn 1\n", {.wall_seconds = 20.0});
+    const std::chrono::duration<double> took = clock::now() - began;
+    REQUIRE(r.failure);
+    CHECK(r.failure->kind == failure_kind::channel_closed);
+    CHECK_FALSE(r.value);  // the value it returned had no way to travel
+    CHECK_FALSE(r.limit_hit);
+    CHECK(took.count() < 5.0);
+    check_nothing_left(backend);
+  });
+}
+
+TEST_CASE("channel: an interpreter killed by a signal of its own is a crash, though its channel closed first") {
+  for_each_backend([](sandbox& sb, const backend_under_test& backend) {
+    const auto r = conformance::run(sb, "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n",
+                                    {.wall_seconds = 20.0});
+    REQUIRE(r.failure);
+    CHECK(r.duration_seconds < 5.0);
+    check_nothing_left(backend);
+    if (conformance::isolated(backend)) {
+      // The host's cancel (sent at the channel's end of file) can reach the launcher before the
+      // sandbox's init has reported how the interpreter died; init is then killed with the tree
+      // and the report says SIGKILL on request (docs/kinds.md, channel_closed).
+      CHECK((r.failure->kind == failure_kind::crashed || r.failure->kind == failure_kind::channel_closed));
+      return;
+    }
+    CHECK(r.failure->kind == failure_kind::crashed);
+    CHECK(r.failure->message.find("killed by SIGABRT") != std::string::npos);
+  });
+}
