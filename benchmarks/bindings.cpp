@@ -1,6 +1,6 @@
 // Binding calls: a program makes N sequential calls to a no-op host tool; calls per second and the
 // per-call round trip, beside a bare round trip of the same bytes over a Unix socketpair, in one
-// run ("BENCH name value unit"). Issue 4's target: at least 20,000 calls/s (50 us per call).
+// run ("BENCH name value unit"). The target: at least 20,000 calls/s (50 us per call).
 // Then 1,000 calls gathered under asyncio, and the sequential calls again with the Run's log
 // (a file, fsynced per record) in the temp directory.
 #include <sys/resource.h>

@@ -394,8 +394,8 @@ return kinds
           R"("budget_exhausted":"echo")"})
       CHECK(v.find(expected) != std::string::npos);
     // `cancelled` is what the host records for the call the program gave up on; the program itself
-    // stopped waiting, so it meets asyncio's TimeoutError instead. binding_result_too_large needs
-    // result handles (issue 5), which do not exist yet.
+    // stopped waiting, so it meets asyncio's TimeoutError instead. binding_result_too_large is
+    // reached through a result handle's window (conformance/test_output.cpp, result handles).
     CHECK(std::ranges::count(finished_records(*log), std::string("cancelled"), &call_finished::outcome) == 1);
     CHECK(r.unavailable_bindings == std::vector<std::string>{"gone", "nope_not_listed"});
   });

@@ -2,47 +2,92 @@
 // UTF-8 helpers for text the model will read: program output is arbitrary
 // bytes, previews must be valid text, and a cut must never split a character.
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace psych::utf8 {
 
-/// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid
-/// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-constexpr std::size_t sequence_length(std::string_view s, std::size_t i) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  std::size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) len = 2;
-  else if (b0 == 0xE0) len = 3, lo = 0xA0;
-  else if (b0 >= 0xE1 && b0 <= 0xEC) len = 3;
-  else if (b0 == 0xED) len = 3, hi = 0x9F;
-  else if (b0 >= 0xEE && b0 <= 0xEF) len = 3;
-  else if (b0 == 0xF0) len = 4, lo = 0x90;
-  else if (b0 >= 0xF1 && b0 <= 0xF3) len = 4;
-  else if (b0 == 0xF4) len = 4, hi = 0x8F;
-  else return 0;
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < len; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return len;
+/// At s[i]: the length (1..4) of a well-formed UTF-8 sequence, or minus the
+/// length of its maximal ill-formed subpart (Unicode §3.9, "U+FFFD substitution
+/// of maximal subparts"): a lead byte plus the continuation bytes that were
+/// still possible. Overlong forms, surrogates and code points above U+10FFFF
+/// are ill-formed. Every replacement psych makes follows this one rule, so a
+/// preview, a JSON string and a read window repair the same bytes the same way.
+constexpr int step(std::string_view s, std::size_t i) noexcept {
+  const auto at = [&](std::size_t k) -> unsigned {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100u;  // 0x100 fits no range
+  };
+  const unsigned lead = at(0);
+  if (lead < 0x80) return 1;
+  unsigned lo = 0x80, hi = 0xBF;
+  int tail = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    tail = 1;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    tail = 2;
+    if (lead == 0xE0) lo = 0xA0;  // overlong
+    if (lead == 0xED) hi = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    tail = 3;
+    if (lead == 0xF0) lo = 0x90;  // overlong
+    if (lead == 0xF4) hi = 0x8F;  // beyond U+10FFFF
+  } else {
+    return -1;
+  }
+  for (int k = 1; k <= tail; ++k) {
+    const unsigned b = at(static_cast<std::size_t>(k));
+    if (b < lo || b > hi) return -k;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return tail + 1;
 }
 
-/// The text with every invalid sequence replaced by U+FFFD.
-inline std::string sanitize(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    if (const auto n = sequence_length(s, i)) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
+/// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is ill-formed.
+constexpr std::size_t sequence_length(std::string_view s, std::size_t i) noexcept {
+  const int n = step(s, i);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+/// How many bytes to pass over at s[i]: the character, or the ill-formed subpart one U+FFFD replaces.
+constexpr std::size_t advance(std::string_view s, std::size_t i) noexcept {
+  const int n = step(s, i);
+  return static_cast<std::size_t>(n > 0 ? n : -n);
+}
+
+inline constexpr std::string_view replacement_character = "\xEF\xBF\xBD";
+
+/// The offset of the first ill-formed byte, or npos when `s` is valid UTF-8.
+inline std::size_t first_invalid(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    // ASCII fast path, eight bytes at a time.
+    while (i + 8 <= s.size()) {
+      std::uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      if (word & 0x8080808080808080ull) break;
+      i += 8;
     }
+    if (i == s.size()) break;
+    const int n = step(s, i);
+    if (n < 0) return i;
+    i += static_cast<std::size_t>(n);
+  }
+  return std::string_view::npos;
+}
+
+/// The text with every maximal ill-formed subpart replaced by U+FFFD.
+inline std::string sanitize(std::string_view s) {
+  const std::size_t bad = first_invalid(s);
+  if (bad == std::string_view::npos) return std::string{s};
+  std::string out;
+  out.reserve(s.size() + 16);
+  out.append(s.substr(0, bad));
+  for (std::size_t i = bad; i < s.size(); i += advance(s, i)) {
+    if (const auto n = sequence_length(s, i)) out.append(s.substr(i, n));
+    else out.append(replacement_character);
   }
   return out;
 }

@@ -334,8 +334,8 @@ CHANNEL = None  # the channel, once main() opened it: calls travel on it between
 
 class ToolError(Exception):
     """A call of a tool that produced no result. Branch on .kind (a closed set: unknown_tool,
-    excluded_builtin, denied, budget_exhausted, tool_failed, ... see TOOL_ERROR_KINDS), never on
-    the message. .tool is the name that was called."""
+    excluded_builtin, denied, budget_exhausted, tool_failed, ...: the host's tool_error_kind,
+    listed in docs/kinds.md), never on the message. .tool is the name that was called."""
 
     def __init__(self, kind, tool, message=""):
         super().__init__(message)

@@ -1,5 +1,7 @@
 #include "cgroup.hpp"
 
+#include "kernel_file.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -51,16 +53,8 @@ setup_result<std::string> read_file(const std::string& path) {
   }
 }
 
-// cgroupfs takes each write() as one whole value: a value split over two writes would be two values.
 setup_result<void> write_file(const std::string& path, std::string_view value) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail(system_failure(stage, "open", errno, path));
-  const ssize_t written = ::write(fd, value.data(), value.size());
-  const int error = written < 0 ? errno : EIO;
-  ::close(fd);
-  if (written != static_cast<ssize_t>(value.size()))
-    return fail(system_failure(stage, "write", error, fmt::format("{}, {:?}", path, value)));
-  return success();
+  return write_kernel_file(stage, path, value);
 }
 
 // The errors that say "this hierarchy is not the launcher's to use" (mounted read-only, not

@@ -1,5 +1,7 @@
 #include "namespaces.hpp"
 
+#include "kernel_file.hpp"
+
 #include <cerrno>
 
 #include <fcntl.h>
@@ -19,15 +21,7 @@ constexpr unsigned long namespace_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NE
                                           CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 
 setup_result<void> write_proc_file(pid_t pid, const char* file, const std::string& text) {
-  const auto path = fmt::format("/proc/{}/{}", pid, file);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail(system_failure("namespaces", "open", errno, path));
-  const ssize_t written = ::write(fd, text.data(), text.size());
-  const int saved = errno;
-  ::close(fd);
-  if (written != static_cast<ssize_t>(text.size()))
-    return fail(system_failure("namespaces", "write", written < 0 ? saved : EIO, fmt::format("{}, {:?}", path, text)));
-  return success();
+  return write_kernel_file("namespaces", fmt::format("/proc/{}/{}", pid, file), text);
 }
 
 }  // namespace

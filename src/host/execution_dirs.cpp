@@ -1,5 +1,7 @@
 #include "execution_dirs.hpp"
 
+#include "posix.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <string_view>
 #include <vector>
 
@@ -35,13 +36,6 @@ result<void> make_dir(const std::string& path, mode_t mode) {
   if (::mkdir(path.c_str(), mode) != 0 || ::chmod(path.c_str(), mode) != 0)
     return failure(error_kind::system_call_failed, fmt::format("mkdir({}): {}", path, std::strerror(errno)));
   return success();
-}
-
-std::string random_hex(std::size_t bytes) {
-  std::random_device entropy;
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", entropy() & 0xffu);
-  return out;
 }
 
 /// Names in a directory, by descriptor (a fresh handle each time: the caller

@@ -7,12 +7,11 @@
 // store keeps no mutable state in memory: concurrent put/stat/read from several threads (or
 // processes) rest on the filesystem's atomic rename and need no lock.
 #include "sha256.hpp"
-#include "unique_fd.hpp"
+#include "posix.hpp"
 #include "psych/host/blob_store.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,15 +96,9 @@ std::string header_for(std::string_view content_type, std::uint64_t size) {
 
 /// Reads exactly `n` bytes; fewer means the file is shorter than its header says.
 result<void> read_at(int fd, std::string_view path, char* out, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return syscall_failure("pread", path);
-    if (got == 0) return damaged(path, "shorter than its header says");
-    out += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
+  const ssize_t got = pread_full(fd, out, n, offset);
+  if (got < 0) return syscall_failure("pread", path);
+  if (static_cast<std::size_t>(got) < n) return damaged(path, "shorter than its header says");
   return success();
 }
 
@@ -334,11 +327,7 @@ class file_blob_store final : public directory_blob_store {
 
   static result<temp_file> create_temp(int dir_fd, const std::string& dir_path) {
     for (int attempt = 0; attempt < 16; ++attempt) {
-      std::array<unsigned char, 8> random{};
-      if (::getrandom(random.data(), random.size(), 0) != static_cast<ssize_t>(random.size()))
-        return syscall_failure("getrandom", dir_path);
-      std::string name{temp_prefix};
-      for (const unsigned char byte : random) name += fmt::format("{:02x}", byte);
+      std::string name = std::string{temp_prefix} + random_hex(8);
       const int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
       if (fd >= 0) return temp_file{dir_fd, std::move(name), unique_fd{fd}};
       if (errno != EEXIST) return syscall_failure("openat", fmt::format("{}/{}", dir_path, name));

@@ -4,7 +4,7 @@
 // before append returns; an exclusive flock keeps a second process from interleaving its own
 // appends (the kernel drops the lock when the holder dies, SIGKILL included); and a reopen
 // tells a crash mid-append (a torn last record, dropped) from damage (anything else, refused).
-#include "unique_fd.hpp"
+#include "posix.hpp"
 #include "psych/host/run_log.hpp"
 
 #include <fcntl.h>
@@ -117,17 +117,11 @@ std::string framed(std::string_view payload) {
 }
 
 result<void> read_at(int fd, const std::string& path, char* out, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return syscall_failure("pread", path);
-    if (got == 0)  // the size came from fstat under our lock: something else cut the file short
-      return failure(error_kind::run_log_corrupt,
-                     fmt::format("{}: the file ended before the size it had under the lock", path));
-    out += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
+  const ssize_t got = pread_full(fd, out, n, offset);
+  if (got < 0) return syscall_failure("pread", path);
+  if (static_cast<std::size_t>(got) < n)  // the size came from fstat under our lock: something else cut it short
+    return failure(error_kind::run_log_corrupt,
+                   fmt::format("{}: the file ended before the size it had under the lock", path));
   return success();
 }
 

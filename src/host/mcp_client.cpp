@@ -24,7 +24,7 @@
 #include "json_rpc_peer.hpp"
 #include "psych/json_text.hpp"
 #include "psych/protocol/json.hpp"
-#include "unique_fd.hpp"
+#include "posix.hpp"
 
 namespace psych::mcp_wire {
 

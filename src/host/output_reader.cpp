@@ -22,24 +22,23 @@ struct cut_text {
   bool truncated = false;   ///< the line did not fit whole
 };
 
-/// The line as valid UTF-8 of at most `cap` bytes: each invalid byte becomes U+FFFD and the cut
+/// The line as valid UTF-8 of at most `cap` bytes: each ill-formed subpart becomes U+FFFD and the cut
 /// falls between characters. Appends to `out` when given, otherwise only measures. Reads at most
 /// about `cap` bytes of the line, however long it is.
 cut_text bounded_text(std::string_view line, std::uint64_t cap, std::string* out) {
-  static constexpr std::string_view replacement = "\xEF\xBF\xBD";
   cut_text cut;
   if (out != nullptr) out->reserve(static_cast<std::size_t>(std::min<std::uint64_t>(line.size(), cap)));
   std::size_t i = 0;
   while (i < line.size()) {
     const std::size_t valid = utf8::sequence_length(line, i);
-    const std::string_view piece = valid != 0 ? line.substr(i, valid) : replacement;
+    const std::string_view piece = valid != 0 ? line.substr(i, valid) : utf8::replacement_character;
     if (cut.bytes + piece.size() > cap) {
       cut.truncated = true;
       break;
     }
     if (out != nullptr) out->append(piece);
     cut.bytes += piece.size();
-    i += valid != 0 ? valid : 1;
+    i += utf8::advance(line, i);
   }
   return cut;
 }

@@ -3,12 +3,15 @@
 // from the moment the kernel hands them out, and the name of a signal for messages.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <cstdint>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -64,6 +67,39 @@ inline result<fd_pair> cloexec_pipe() {
   if (::pipe2(fds, O_CLOEXEC) != 0)
     return failure(error_kind::system_call_failed, fmt::format("pipe2(O_CLOEXEC): {}", std::strerror(errno)));
   return fd_pair{unique_fd{fds[0]}, unique_fd{fds[1]}};
+}
+
+/// `bytes` bytes from the kernel's random source, as lowercase hex: every id and token the host
+/// makes (execution ids, launch tokens, directory and temporary-file names) comes from here.
+/// getrandom() without flags only blocks until the pool is first seeded, and fails otherwise
+/// only on a kernel without it; that is not an execution's failure, so it throws as
+/// std::random_device does.
+inline std::string random_hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  for (std::size_t got = 0; got < bytes;) {
+    const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::system_error(errno, std::generic_category(), "getrandom");
+    got += static_cast<std::size_t>(n);
+  }
+  std::string hex;
+  hex.reserve(2 * bytes);
+  for (const char byte : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
+}
+
+/// pread() until `n` bytes are in `out` or the file ends: the count read (less than `n` only at
+/// end of file), or -1 with errno set. EINTR and short reads are retried.
+inline ssize_t pread_full(int fd, char* out, std::size_t n, std::uint64_t offset) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  return static_cast<ssize_t>(done);
 }
 
 /// "SIGKILL" for 9; "signal 99" for a number this system has no name for.

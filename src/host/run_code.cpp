@@ -1,20 +1,17 @@
 #include "psych/host/run_code.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include <fmt/format.h>
 
+#include "posix.hpp"
 #include "psych/builtins.hpp"
 
 namespace psych {
 
 namespace {
 
-std::string new_execution_id() {
-  std::random_device entropy;
-  return fmt::format("x{:08x}{:08x}", entropy(), entropy());
-}
+std::string new_execution_id() { return "x" + host::random_hex(8); }
 
 }  // namespace
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <random>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -37,10 +36,7 @@
 
 namespace psych::host {
 
-std::string random_token() {
-  std::random_device entropy;
-  return fmt::format("{:08x}{:08x}{:08x}{:08x}", entropy(), entropy(), entropy(), entropy());
-}
+std::string random_token() { return random_hex(16); }
 
 namespace {
 

@@ -78,6 +78,7 @@
 #include "psych/json_text.hpp"
 #include "psych/limits.hpp"
 #include "psych/names.hpp"
+#include "psych/utf8.hpp"
 #include "psych/result.hpp"
 
 namespace psych::protocol {
@@ -175,73 +176,7 @@ constexpr bool distinct_frame_types() {
 }
 
 // ---- UTF-8 ------------------------------------------------------------------
-
-/// At s[i]: the length (1..4) of a well-formed UTF-8 sequence, or minus the
-/// length of its maximal ill-formed subpart (Unicode §3.9, "U+FFFD substitution
-/// of maximal subparts"): a lead byte plus the continuation bytes that were
-/// still possible. Rejects overlongs, surrogates and code points > U+10FFFF.
-inline int utf8_sequence(std::string_view s, std::size_t i) noexcept {
-  const auto at = [&](std::size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100u;  // 0x100 fits no range
-  };
-  const unsigned lead = at(0);
-  if (lead < 0x80) return 1;
-  unsigned lo = 0x80, hi = 0xBF;
-  int tail = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    tail = 1;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    tail = 2;
-    if (lead == 0xE0) lo = 0xA0;  // overlong
-    if (lead == 0xED) hi = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    tail = 3;
-    if (lead == 0xF0) lo = 0x90;  // overlong
-    if (lead == 0xF4) hi = 0x8F;  // beyond U+10FFFF
-  } else {
-    return -1;
-  }
-  for (int k = 1; k <= tail; ++k) {
-    const unsigned b = at(static_cast<std::size_t>(k));
-    if (b < lo || b > hi) return -k;
-    lo = 0x80;
-    hi = 0xBF;
-  }
-  return tail + 1;
-}
-
-/// The offset of the first ill-formed byte, or npos when `s` is valid UTF-8.
-inline std::size_t utf8_first_invalid(std::string_view s) noexcept {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    // ASCII fast path, eight bytes at a time.
-    while (i + 8 <= s.size()) {
-      std::uint64_t word;
-      std::memcpy(&word, s.data() + i, 8);
-      if (word & 0x8080808080808080ull) break;
-      i += 8;
-    }
-    if (i == s.size()) break;
-    const int n = utf8_sequence(s, i);
-    if (n < 0) return i;
-    i += static_cast<std::size_t>(n);
-  }
-  return std::string_view::npos;
-}
-
-/// `s` with every maximal ill-formed subsequence from `first_invalid` on replaced by U+FFFD.
-inline std::string utf8_repaired(std::string_view s, std::size_t first_invalid) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  out.append(s.substr(0, first_invalid));
-  for (std::size_t i = first_invalid; i < s.size();) {
-    const int n = utf8_sequence(s, i);
-    if (n > 0) out.append(s.substr(i, static_cast<std::size_t>(n)));
-    else out.append("\xEF\xBF\xBD");
-    i += static_cast<std::size_t>(n > 0 ? n : -n);
-  }
-  return out;
-}
+// One decoder for the whole project: psych/utf8.hpp (maximal-subpart replacement).
 
 /// A prefix of `s` of at most `limit` bytes, cut on a character boundary, for error details.
 inline std::string excerpt(std::string_view s, std::size_t limit = 64) {
@@ -259,10 +194,9 @@ inline rapidjson::SizeType json_size(std::size_t n) {
 }
 
 inline void write_string(json_writer& w, std::string_view s, bool as_key = false) {
-  const std::size_t bad = utf8_first_invalid(s);
   std::string repaired;
-  if (bad != std::string_view::npos) {
-    repaired = utf8_repaired(s, bad);
+  if (utf8::first_invalid(s) != std::string_view::npos) {
+    repaired = utf8::sanitize(s);
     s = repaired;
   }
   if (as_key) w.Key(s.data(), json_size(s.size()));
@@ -475,7 +409,7 @@ class tree_builder {
     // own decodes to an ill-formed surrogate. Only strings with escapes
     // (decoded shorter than raw) need the second look.
     if (length != end - begin - 2 &&
-        utf8_first_invalid({s, length}) != std::string_view::npos)
+        utf8::first_invalid({s, length}) != std::string_view::npos)
       return fail(error_kind::json_invalid_utf8,
                   "a \\u escape encodes a lone surrogate in the string at byte " +
                       std::to_string(begin));

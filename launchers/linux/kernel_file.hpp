@@ -1,0 +1,16 @@
+#pragma once
+// Writing a kernel interface file (cgroupfs, /proc/<pid>/uid_map): the kernel takes each write()
+// as one whole value, so a value is written in exactly one call, and a short write is an error
+// rather than something to resume.
+#include <string>
+#include <string_view>
+
+#include "failure.hpp"
+
+namespace psych::launcher {
+
+/// Opens `path` for writing and writes `value` in one write(); errors name the stage, the call
+/// and the path with the value.
+setup_result<void> write_kernel_file(std::string_view stage, const std::string& path, std::string_view value);
+
+}  // namespace psych::launcher
