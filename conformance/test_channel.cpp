@@ -18,8 +18,10 @@ using clock = std::chrono::steady_clock;
 /// The execution's own processes are gone: none of its uid is left on the host.
 void check_nothing_left(const backend_under_test& backend) {
   if (::geteuid() != 0) return;  // without root the child keeps the worker's uid, shared with this very test
-  const auto left = conformance::processes_of(backend.options.run_as_uid);
-  CHECK_MESSAGE(left.empty(), left.size() << " process(es) of uid " << backend.options.run_as_uid << " left");
+  REQUIRE(backend.options.run_as_uid.has_value());  // the suite pins its uid, so its leftovers are findable
+  const auto uid = *backend.options.run_as_uid;
+  const auto left = conformance::processes_of(uid);
+  CHECK_MESSAGE(left.empty(), left.size() << " process(es) of uid " << uid << " left");
 }
 
 }  // namespace

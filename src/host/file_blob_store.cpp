@@ -47,6 +47,8 @@ constexpr std::size_t max_content_type_bytes = 1024;
 constexpr auto stale_temp_age = std::chrono::hours(1);
 
 using host::unique_fd;
+using host::pread_full;
+using host::random_hex;
 
 auto syscall_failure(std::string_view call, std::string_view path) {
   return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(errno)));

@@ -71,6 +71,7 @@ namespace psych {
 namespace {
 
 using host::unique_fd;
+using host::pread_full;
 
 auto syscall_failure(std::string_view call, const std::string& path) {
   return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(errno)));
