@@ -50,7 +50,7 @@ void for_each_backend(const std::function<void(psych::sandbox&, const backend_un
     SUBCASE(backend.name.c_str()) {
       auto sandbox = psych::local_sandbox(backend.options);
       if (!sandbox) {
-        MESSAGE("skipped " << backend.name << ": " << sandbox.error().message());
+        psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
         continue;
       }
       body(*sandbox.value(), backend);
@@ -212,8 +212,7 @@ void for_each_backend_as(std::int64_t uid,
   for (const auto& original : backends()) {
     SUBCASE(original.name.c_str()) {
       if (::geteuid() != 0) {
-        MESSAGE("skipped " << original.name
-                           << ": this case needs a root worker, which runs the child as a dedicated uid");
+        psych::testing::skip_case("this case needs a root worker, which runs the child as a dedicated uid");
         continue;
       }
       backend_under_test backend = original;
@@ -221,7 +220,7 @@ void for_each_backend_as(std::int64_t uid,
       backend.options.allow_same_uid = false;
       auto sandbox = psych::local_sandbox(backend.options);
       if (!sandbox) {
-        MESSAGE("skipped " << backend.name << ": " << sandbox.error().message());
+        psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
         continue;
       }
       try {

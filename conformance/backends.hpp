@@ -1,7 +1,7 @@
 #pragma once
 // The conformance suite is one body of cases run against every backend.
-// A backend that cannot be built here is skipped with its reason; a skip is
-// never evidence of support.
+// A backend that cannot be built here is reported as skipped with its reason
+// (tests/support/skip.hpp), never as a pass: a skip is never evidence of support.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "psych/host/sandbox.hpp"
+#include "skip.hpp"
 
 namespace conformance {
 

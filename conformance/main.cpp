@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "backends.hpp"
+#include "skip.hpp"
 
 int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
@@ -11,5 +12,5 @@ int main(int argc, char** argv) {
   // Every execution emptied it (checked after each case); the root itself is ours to remove.
   std::error_code ec;
   std::filesystem::remove_all(conformance::temp_root(), ec);
-  return status;
+  return psych::testing::exit_status(status);
 }

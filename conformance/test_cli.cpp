@@ -277,11 +277,11 @@ TEST_CASE("psych describe: a table an operator can read, and problems instead of
 
 TEST_CASE("the unprivileged path, as a throwaway user") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: creating a throwaway user needs root; this run already is unprivileged");
+    psych::testing::skip_case("creating a throwaway user needs root; this run already is unprivileged");
     return;
   }
   if (shell("command -v useradd && command -v runuser").status != 0) {
-    MESSAGE("skipped: useradd/runuser are not installed");
+    psych::testing::skip_case("useradd/runuser are not installed");
     return;
   }
   const std::string user = "psychconf" + std::to_string(::getpid() % 100000);

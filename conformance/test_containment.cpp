@@ -54,7 +54,8 @@ return outcomes
 
 TEST_CASE("the child runs as a lesser identity and cannot read root's files") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: the identity drop needs a root worker; the unprivileged path is covered by the CLI cases");
+    psych::testing::skip_case(
+        "the identity drop needs a root worker; the unprivileged path is covered by the CLI cases");
     return;
   }
   for_each_backend([](sandbox& sb, const auto& backend) {

@@ -50,7 +50,7 @@ TEST_CASE("a credential in the host's environment never reaches the child") {
     options.env_allowlist = {"PSYCH_CONFORMANCE_SECRET_TOKEN"};
     auto sb = local_sandbox(options);
     if (!sb) {
-      MESSAGE("skipped: " << sb.error().message());
+      psych::testing::skip_case("linux-process is not available here: " + sb.error().message());
     } else {
       const auto r = conformance::run(*sb.value(), "import os\nreturn os.environ.get('PSYCH_CONFORMANCE_SECRET_TOKEN')");
       CHECK(r.value->text == R"("hunter2-credential")");
@@ -203,7 +203,7 @@ os.waitpid(pid, 0)
 
 TEST_CASE("a launcher that claims namespaces it did not make: graded down, aborted, nothing runs") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: the real launcher behind the liar drops to a run_as uid, which needs root");
+    psych::testing::skip_case("the real launcher behind the liar drops to a run_as uid, which needs root");
     return;
   }
   const std::string real_launcher = PSYCH_LAUNCHER_PATH;
@@ -226,7 +226,7 @@ TEST_CASE("a launcher that claims namespaces it did not make: graded down, abort
   auto sandbox = psych::local_sandbox(options);
   if (!sandbox) {
     std::filesystem::remove(script_path);
-    MESSAGE("skipped: " << sandbox.error().message());
+    psych::testing::skip_case("linux-isolated is not available here: " + sandbox.error().message());
     return;
   }
   // From here on it lies: a fresh local_sandbox() sees it in its probe and hands nothing back;

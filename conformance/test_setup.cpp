@@ -39,7 +39,7 @@ bool forbid_unshare() {
 
 TEST_CASE("without user namespaces, isolation=isolated is a setup error with guidance") {
 #if !defined(__x86_64__)
-  MESSAGE("skipped: the filter that forbids unshare here is written for x86_64");
+  psych::testing::skip_case("the filter that forbids unshare here is written for x86_64");
   return;
 #else
   // In a child, so the filter never touches the test process.

@@ -1,7 +1,6 @@
 // The execution cgroup holds a process tree to its memory and pids limits and kills it whole,
 // wherever its processes went. Making cgroups needs root and a hierarchy that lets us; a case
 // that cannot run says why.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "cgroup.hpp"
+#include "skip.hpp"
 
 using namespace psych::launcher;
 
@@ -33,16 +33,18 @@ namespace {
 constexpr std::int64_t mebibyte = std::int64_t{1} << 20;
 const cgroup_limits small{.memory_bytes = 64 * mebibyte, .pids = 8};
 
-/// A fresh cgroup, or nullopt once the reason it cannot be made here is printed.
-std::optional<execution_cgroup> make_or_skip(const cgroup_limits& limits) {
+/// A fresh cgroup, or nullopt once the case is reported as skipped with the reason it cannot be made here.
+std::optional<execution_cgroup> make_or_skip(const cgroup_limits& limits,
+                                             std::source_location where = std::source_location::current()) {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: making a cgroup needs root");
+    psych::testing::skip_case("making a cgroup needs root", where);
     return std::nullopt;
   }
   auto made = execution_cgroup::create(limits);
   if (!made) FAIL(made.error().message);
   if (made.value().version() == cgroup_version::none) {
-    MESSAGE("skipped: no cgroup hierarchy here lets this process make a child with memory and pids limits");
+    psych::testing::skip_case("no cgroup hierarchy here lets this process make a child with memory and pids limits",
+                              where);
     return std::nullopt;
   }
   return std::move(made).value();
@@ -188,7 +190,7 @@ TEST_CASE("the tree's CPU time is read from the cgroup, children included") {
   auto cgroup = make_or_skip(small);
   if (!cgroup) return;
   if (!cgroup->cpu_seconds()) {
-    MESSAGE("skipped: no CPU accounting hierarchy here");
+    psych::testing::skip_case("no CPU accounting hierarchy here");
     return;
   }
   const double before = *cgroup->cpu_seconds();
@@ -226,7 +228,7 @@ TEST_CASE("limits that cannot be a cgroup's are refused") {
 
 TEST_CASE("without the privilege to make cgroups, the answer is version none, not an error") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to become another, unprivileged uid");
+    psych::testing::skip_case("needs root to become another, unprivileged uid");
     return;
   }
   // In a child, so the test process keeps its uid.
@@ -405,7 +407,7 @@ TEST_CASE("a moved-from cgroup owns nothing; the one it moved to removes it") {
 // Runs last (doctest orders cases by file and line): every case above cleaned up after itself.
 TEST_CASE("no cgroup of this process is left behind") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: no case made a cgroup without root");
+    psych::testing::skip_case("no case made a cgroup without root");
     return;
   }
   CHECK(our_cgroups().empty());

@@ -1,6 +1,5 @@
 // psych-launch-linux end to end, driven by the blocking test host. One
 // TEST_CASE per rule of the launcher contract (docs/contract.md).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -17,6 +17,7 @@
 
 #include "psych/protocol/frames.hpp"
 #include "psych/protocol/json.hpp"
+#include "skip.hpp"
 
 namespace psych::testing {
 
@@ -46,10 +47,10 @@ protocol::launch_frame default_launch(const scratch& dir);
 int launcher_landlock_abi();
 
 /// The launcher tests drop to another uid and chown the workspace: they need root, as CI has.
-/// Says why a case is skipped otherwise.
-inline bool have_root() {
+/// Reports the case as skipped otherwise.
+inline bool have_root(std::source_location where = std::source_location::current()) {
   if (::geteuid() == 0) return true;
-  MESSAGE("skipped: the launcher tests need root (they drop to another uid)");
+  psych::testing::skip_case("the launcher tests need root (they drop to another uid)", where);
   return false;
 }
 

@@ -23,6 +23,7 @@
 #include <rapidjson/document.h>
 
 #include "psych/host/mcp.hpp"
+#include "skip.hpp"
 #include "temp_dir.hpp"
 
 using namespace psych;
@@ -36,11 +37,11 @@ const std::string filesystem_bin = mcp_prefix + "/node_modules/.bin/mcp-server-f
 
 /// True when the npm servers are installed. Otherwise the test fails, saying how to install them,
 /// or, under PSYCH_SKIP_MCP=1, is skipped with a message that says why.
-bool npm_servers_ready() {
+bool npm_servers_ready(std::source_location where = std::source_location::current()) {
   if (::access(everything_bin.c_str(), X_OK) == 0 && ::access(filesystem_bin.c_str(), X_OK) == 0) return true;
   const char* skip = std::getenv("PSYCH_SKIP_MCP");
   if (skip != nullptr && std::string_view{skip} == "1") {
-    MESSAGE("skipped: the MCP servers are not installed in " << mcp_prefix << " and PSYCH_SKIP_MCP=1");
+    psych::testing::skip_case("the MCP servers are not installed in " + mcp_prefix + " and PSYCH_SKIP_MCP=1", where);
     return false;
   }
   FAIL_CHECK("the MCP servers are not installed in " << mcp_prefix << ": run " << PSYCH_MCP_INSTALL_SCRIPT << " "
