@@ -43,7 +43,9 @@ constexpr int batch = 100;
 constexpr int skipped_exit_code = 77;
 constexpr int warm_up_batches = 2;  // the allocator, the interpreter cache and the pools settle
 constexpr std::int64_t rss_tolerance_kib = 8 * 1024;  // growth allowed after the warm-up
-constexpr std::int64_t run_as = 1'500'200;            // a uid of its own: its processes are ours
+// A uid of its own, outside the block psych's tests and workers draw from (1,500,000 + 1024), so
+// its processes are this soak's and nobody else's clean-up signals them.
+constexpr std::int64_t run_as = 1'600'200;
 // Over the budget's per-call result ceiling (set below), so every result is preserved as a blob.
 constexpr std::size_t result_bytes = 4096;
 
