@@ -44,6 +44,7 @@
 // integer of more than 308 digits) is json_non_finite even inside a json_text.
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -327,6 +328,17 @@ class tree_builder {
     const std::uint32_t begin = number_begin();
     const std::string_view spelling = tree_.text.substr(begin, stream_.Tell() - begin);
     const bool integral = spelling.find_first_of(".eE") == std::string_view::npos;
+    // The value comes from the literal, correctly rounded by std::from_chars, not from RapidJSON:
+    // its normal-precision conversion (what parse() asks for) is off by a few ULP, and the
+    // full-precision one of Debian's 1.1.0 has undefined behaviour that returns garbage ("0e-324"
+    // as -1.3e-141, "0.184467440737095516159" as -6.5e-201). RapidJSON still vets the syntax and
+    // refuses what overflows; out of range here is therefore an underflow, which is a zero.
+    const auto [end, ec] = std::from_chars(spelling.data(), spelling.data() + spelling.size(), d);
+    if (ec == std::errc::result_out_of_range) d = spelling.starts_with('-') ? -0.0 : 0.0;
+    else if (ec != std::errc{} || end != spelling.data() + spelling.size())
+      return fail(error_kind::json_malformed, "an unreadable number at byte " + std::to_string(begin));
+    if (!std::isfinite(d))
+      return fail(error_kind::json_non_finite, "a number beyond a double at byte " + std::to_string(begin));
     return number(node_kind::number, std::bit_cast<std::uint64_t>(d),
                   integral ? node::integer_literal : std::uint8_t{0});
   }
@@ -490,7 +502,7 @@ inline result<void> parse(std::string_view text, const json_bounds& bounds, json
   tree_builder builder{tree, stream, bounds.max_depth};
   constexpr unsigned flags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
                              rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag |
-                             rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNanAndInfFlag;
+                             rapidjson::kParseNanAndInfFlag;
   rapidjson::Reader reader;
   const rapidjson::ParseResult parsed = reader.Parse<flags>(stream, builder);
 
