@@ -1,5 +1,7 @@
 #include "artifact_walk.hpp"
 
+#include "posix.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -26,32 +28,6 @@ constexpr std::uint64_t resolve_beneath =
 
 /// Reads are made in pieces of this size, so a small file never costs a max_file_bytes buffer.
 constexpr std::size_t read_chunk = std::size_t{64} << 10;
-
-/// Owns one descriptor.
-class unique_fd {
- public:
-  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 /// openat2 of one name beneath `dir`; O_NOFOLLOW | O_CLOEXEC are always added. On failure the fd
 /// is invalid and errno says why (ELOOP: the name is a symlink).
