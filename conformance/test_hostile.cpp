@@ -47,6 +47,7 @@
 #include <utility>
 
 #include "backends.hpp"
+#include "posix.hpp"
 #include "host_kernel.hpp"
 
 using namespace psych;
@@ -55,6 +56,9 @@ using conformance::for_each_backend_as;
 namespace fs = std::filesystem;
 
 namespace {
+
+using psych::host::unique_fd;  // the host's one owning descriptor (src/host/posix.hpp)
+
 
 /// The hostile cases' uid; kill(-1) gets its own, and the bystanders of that case a third.
 constexpr std::int64_t hostile_uid = 1'500'200;
@@ -147,25 +151,6 @@ class scratch_dir {
 
  private:
   std::string path_;
-};
-
-class unique_fd {
- public:
-  explicit unique_fd(int fd = -1) : fd_(fd) {}
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
 };
 
 /// A loopback socket of the test process: a TCP listener or a bound UDP socket on

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "backends.hpp"
+#include "posix.hpp"
 #include "host_kernel.hpp"
 #include "invoker.hpp"
 
@@ -36,28 +37,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using psych::host::unique_fd;  // the host's one owning descriptor (src/host/posix.hpp)
+
+
 /// This file's uid: distinct from the suite's and the hostile cases', so that what it leaves
 /// behind is attributable.
 constexpr std::int64_t sockets_uid = 1'500'210;
-
-class owned_fd {
- public:
-  explicit owned_fd(int fd = -1) : fd_(fd) {}
-  ~owned_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  owned_fd(const owned_fd&) = delete;
-  owned_fd& operator=(const owned_fd&) = delete;
-  owned_fd(owned_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  owned_fd& operator=(owned_fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 /// A directory of the test's, under `parent`, with `mode`; removed with its contents at the end.
 class test_dir {
@@ -82,8 +67,8 @@ class test_dir {
 
 /// A Unix stream listener at a path (mode 0777: anyone may connect) or, with a leading '@', in
 /// the abstract namespace, which has no permissions at all.
-owned_fd unix_listener(const std::string& where) {
-  owned_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+unique_fd unix_listener(const std::string& where) {
+  unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   REQUIRE(fd.get() >= 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -102,7 +87,7 @@ owned_fd unix_listener(const std::string& where) {
 
 /// A TCP listener on 127.0.0.1 or ::1 with a kernel-chosen port; fd -1 when the family is absent.
 struct tcp_listener {
-  owned_fd fd;
+  unique_fd fd;
   int port = 0;
 };
 
@@ -128,7 +113,7 @@ std::unique_ptr<tcp_listener> loopback_listener(int family) {
   }
   made->port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&address)->sin_port
                                        : reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-  made->fd = owned_fd(fd);
+  made->fd = unique_fd(fd);
   return made;
 }
 
@@ -146,7 +131,7 @@ bool connection_arrived(int listener) {
 /// The control: the test's own, unconfined connect reaches the listener. Without it, "nothing
 /// arrived" could mean the listener never worked.
 bool reachable_unconfined(const std::string& where) {
-  owned_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, where.data(), where.size());
