@@ -13,42 +13,13 @@
 #include <string>
 #include <thread>
 
+#include "pipe_pair.hpp"
 #include "child_process.hpp"
 
 using psych::host::child_process;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct pipe_pair {
-  int read = -1;
-  int write = -1;
-  pipe_pair() {
-    int ends[2];
-    REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
-    read = ends[0];
-    write = ends[1];
-  }
-  ~pipe_pair() {
-    close_write();
-    if (read >= 0) ::close(read);
-  }
-  pipe_pair(const pipe_pair&) = delete;
-  pipe_pair& operator=(const pipe_pair&) = delete;
-  void close_write() {
-    if (write >= 0) ::close(write);
-    write = -1;
-  }
-  /// Everything until end of file (the write end must be closed here first).
-  std::string drain() {
-    close_write();
-    std::string all;
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(read, buffer, sizeof buffer)) > 0) all.append(buffer, static_cast<std::size_t>(n));
-    return all;
-  }
-};
 
 /// Runs `script` under /bin/sh with stdout on a pipe; returns what it printed and its status.
 std::pair<std::string, psych::host::exit_status> run_sh(const std::string& script, std::vector<std::string> environment = {}) {

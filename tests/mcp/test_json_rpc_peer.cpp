@@ -11,6 +11,7 @@
 #include <future>
 #include <string>
 
+#include "pipe_pair.hpp"
 #include "json_rpc_peer.hpp"
 
 using psych::mcp_error_kind;
@@ -18,25 +19,6 @@ using psych::host::json_rpc_peer;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct pipe_pair {
-  int read = -1;
-  int write = -1;
-  pipe_pair() {
-    int ends[2];
-    REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
-    read = ends[0];
-    write = ends[1];
-  }
-  ~pipe_pair() {
-    if (read >= 0) ::close(read);
-    if (write >= 0) ::close(write);
-  }
-  pipe_pair(const pipe_pair&) = delete;
-  pipe_pair& operator=(const pipe_pair&) = delete;
-  int give_read() { return std::exchange(read, -1); }
-  int give_write() { return std::exchange(write, -1); }
-};
 
 /// The other side: the peer reads `to_peer` and writes `from_peer`; this test holds the other ends.
 struct session {
