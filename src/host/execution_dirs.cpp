@@ -115,7 +115,7 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   if (made) made = make_dir(dirs.tmp, 0700);
   auto canary_dir = made ? make_temp_dir(temp_root, "psych-canary-", 0700) : result<std::string>(made.error());
   if (!canary_dir) {
-    remove_tree(dirs.base);
+    (void)remove_execution_dirs(dirs);
     return canary_dir.error();
   }
   dirs.canary_dir = canary_dir.value();
@@ -133,6 +133,16 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
 }
 
 bool remove_execution_dirs(const execution_dirs& dirs) {
+  // The skeleton this file made is removed by name first, which needs no descriptor: a launch
+  // that failed because the worker ran out of descriptors still leaves nothing behind. Only
+  // what the program added (which makes these calls fail harmlessly) needs the walk below.
+  if (!dirs.canary.empty()) ::unlink(dirs.canary.c_str());
+  if (!dirs.canary_dir.empty()) ::rmdir(dirs.canary_dir.c_str());
+  if (!dirs.base.empty()) {
+    ::rmdir(dirs.workspace.c_str());
+    ::rmdir(dirs.tmp.c_str());
+    ::rmdir(dirs.base.c_str());
+  }
   const bool base = dirs.base.empty() || remove_tree(dirs.base);
   const bool canary = dirs.canary_dir.empty() || remove_tree(dirs.canary_dir);
   return base && canary;
