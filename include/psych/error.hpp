@@ -46,6 +46,9 @@ enum class error_kind {
   frame_wrong_kind,
   /// A required member is absent.
   frame_missing_member,
+  /// A member the type does not have, where the decoder was asked to refuse them (the arguments of
+  /// a typed function tool: a misspelt argument must not be silently dropped).
+  frame_unknown_member,
   /// An enum member spelled in a way the contract does not know.
   frame_bad_enum,
   /// An integer that does not fit the member's type.
@@ -93,7 +96,7 @@ PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_fr
                  "too_many_empty_lines", "truncated_frame", "json_invalid_utf8",
                  "json_duplicate_key", "json_non_finite", "json_too_deep", "json_trailing_bytes",
                  "json_malformed", "frame_missing_type", "frame_unknown_type", "frame_wrong_kind",
-                 "frame_missing_member", "frame_bad_enum", "frame_number_out_of_range",
+                 "frame_missing_member", "frame_unknown_member", "frame_bad_enum", "frame_number_out_of_range",
                  "frame_out_of_sequence", "invalid_limit", "invalid_argument", "unreadable_file",
                  "sandbox_setup", "launcher_unavailable", "interpreter_unavailable",
                  "system_call_failed", "run_log_corrupt", "blob_not_found", "blob_store_failed",

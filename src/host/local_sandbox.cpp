@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -20,15 +21,23 @@
 #include "session.hpp"
 #include "uid_pool.hpp"
 
-#ifndef PSYCH_INSTALLED_LAUNCHER
-#define PSYCH_INSTALLED_LAUNCHER ""
-#endif
-#ifndef PSYCH_BUILD_LAUNCHER
-#define PSYCH_BUILD_LAUNCHER ""
+#ifndef PSYCH_LAUNCHER_BESIDE_BIN
+#define PSYCH_LAUNCHER_BESIDE_BIN "../libexec/psych/psych-launch-linux"
 #endif
 
 namespace psych {
 namespace {
+
+/// A string literal (static storage) from the including program; see register_package_launcher.
+std::atomic<const char*> package_launcher{nullptr};
+
+/// The launcher an installed executable has beside it: bin/psych finds libexec/psych/….
+std::optional<std::string> launcher_beside_executable() {
+  std::error_code ec;
+  const auto executable = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  return (executable.parent_path() / PSYCH_LAUNCHER_BESIDE_BIN).lexically_normal().string();
+}
 
 constexpr const char* process_backend = "linux-process";
 constexpr const char* namespace_backend = "linux-namespaces";
@@ -39,16 +48,18 @@ result<std::string> find_launcher(const local_sandbox_options& options) {
   std::vector<std::string> candidates;
   if (options.launcher_path) candidates.push_back(*options.launcher_path);
   else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
-  else
-    for (const char* built_in : {PSYCH_INSTALLED_LAUNCHER, PSYCH_BUILD_LAUNCHER})
-      if (*built_in) candidates.emplace_back(built_in);
+  else {
+    if (const char* packaged = package_launcher.load(); packaged && *packaged) candidates.emplace_back(packaged);
+    if (auto beside = launcher_beside_executable()) candidates.push_back(std::move(*beside));
+  }
   for (const auto& path : candidates)
     if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
   std::string tried;
   for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
   return failure(error_kind::launcher_unavailable,
-                 fmt::format("no executable psych-launch-linux found (tried: {}); build it (cmake --build) and "
-                             "install it, or point PSYCH_LAUNCHER or launcher_path at it",
+                 fmt::format("no executable psych-launch-linux found (tried: {}); install psych (cmake --install) "
+                             "and build against its package (find_package(psych)), or point PSYCH_LAUNCHER or "
+                             "launcher_path at the launcher",
                              tried.empty() ? "nothing" : tried));
 }
 
@@ -330,6 +341,8 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
 }
 
 }  // namespace
+
+void register_package_launcher(const char* path) noexcept { package_launcher.store(path); }
 
 std::vector<backend_info> detect_local_backends(const local_sandbox_options& options) {
   std::vector<backend_info> infos;

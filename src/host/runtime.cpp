@@ -17,15 +17,20 @@ namespace psych {
 
 namespace {
 
+/// Whether `name` is addressed to a connected server (`server__tool`).
+bool addressed_to_server(std::string_view name, const std::vector<std::string>& servers) {
+  const auto split = name.find("__");
+  return split != std::string_view::npos && split > 0 &&
+         std::ranges::find(servers, name.substr(0, split)) != servers.end();
+}
+
 /// A binding the spec may list: a tool it is granted, a callable built-in, or a tool of a server
 /// that is connected now (whether that server still offers it is not asked: publishing must not
 /// depend on somebody else's uptime).
 bool bindable(std::string_view name, const agent_spec& spec, const std::vector<std::string>& servers) {
   if (std::ranges::find(spec.tools, name, &tool_ref::name) != spec.tools.end()) return true;
   if (const auto rule = builtin_named(name)) return rule->reason.empty();
-  const auto split = name.find("__");
-  return split != std::string_view::npos && split > 0 &&
-         std::ranges::find(servers, name.substr(0, split)) != servers.end();
+  return addressed_to_server(name, servers);
 }
 
 }  // namespace
@@ -79,6 +84,16 @@ result<agent_version> runtime::publish(const agent_spec& spec) const {
     return failure(error_kind::invalid_argument,
                    "run_code is a reserved tool name: a spec cannot claim it (code execution is turned on with "
                    "code_execution)");
+  if (setup_.catalogue && setup_.tools_known_at_publish && !spec.tools.empty()) {
+    const auto offered = setup_.catalogue->offered_now();
+    for (const auto& tool : spec.tools) {
+      if (addressed_to_server(tool.name, setup_.connected_servers)) continue;
+      if (std::ranges::find(offered, tool.name, &binding::name) == offered.end())
+        return failure(error_kind::invalid_argument,
+                       fmt::format("the spec grants tool {:?}, and the runtime's catalogue has no tool of that name",
+                                   tool.name));
+    }
+  }
   if (spec.code) {
     if (spec.code->bindings)
       for (const auto& name : *spec.code->bindings)

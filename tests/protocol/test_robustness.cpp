@@ -33,6 +33,7 @@ bool is_named_protocol_error(error_kind kind) {
     case error_kind::frame_missing_type:
     case error_kind::frame_unknown_type:
     case error_kind::frame_missing_member:
+    case error_kind::frame_unknown_member:
     case error_kind::frame_wrong_kind:
     case error_kind::frame_bad_enum:
     case error_kind::frame_number_out_of_range:

@@ -45,6 +45,12 @@ struct runtime_setup {
   /// them is accepted at publish without asking whether the server still offers it.
   std::vector<std::string> connected_servers;
   tool_catalogue* catalogue = nullptr;  ///< the tools the agent can call now, for programs
+  /// True when `catalogue` already holds every tool a spec may be granted when specs are
+  /// published: publishing then reads it once, and a spec tool it does not offer is a publish
+  /// error naming the tool, not an unavailable_binding at run time. False when tools are
+  /// registered after publishing. Tools addressed to a connected server (`server__tool`) are never
+  /// checked at publish: publication must not depend on somebody else's uptime.
+  bool tools_known_at_publish = true;
   tool_invoker* invoker = nullptr;      ///< the runtime's direct tool path
   blob_store* blobs = nullptr;
 };
@@ -72,7 +78,8 @@ class runtime {
 
   /// The Version of a spec. Fails (invalid_argument, with the reason) when the spec claims
   /// run_code, lists a binding that is neither a granted tool, a callable built-in nor addressed to
-  /// a connected server, or names a profile this runtime does not have (when it knows its profiles).
+  /// a connected server, is granted a tool the catalogue does not have (when it knows its tools),
+  /// or names a profile this runtime does not have (when it knows its profiles).
   result<agent_version> publish(const agent_spec& spec) const;
 
   /// describe() of every profile, at startup: readiness without running any model-written code.

@@ -133,7 +133,10 @@ struct local_sandbox_options {
   /// reaches `isolation`: for tests and benchmarks of one backend, and deployments that must not
   /// change backend when a host gains a capability. It must still reach `isolation`.
   std::optional<std::string> backend;
-  std::optional<std::string> launcher_path;  ///< default: $PSYCH_LAUNCHER, then the installed one
+  /// Default, in order: $PSYCH_LAUNCHER; the launcher of the package this program was built
+  /// against (registered below); `../libexec/psych/psych-launch-linux` beside the running
+  /// executable (how an installed `psych` finds its own). docs/runtime.md, "Installing".
+  std::optional<std::string> launcher_path;
   /// One fixed uid a root worker drops to for every execution, instead of one per execution
   /// from run_as_range: concurrent executions then share it (they can signal one another and
   /// share RLIMIT_NPROC), and describe() says so. It still takes a shared lock in
@@ -145,6 +148,13 @@ struct local_sandbox_options {
   std::string temp_root = "/tmp";  ///< where per-execution directories are made
 };
 
+/// Where the package this program was built against put its launcher. psych's CMake package
+/// (find_package(psych), and psych's own build tree) defines PSYCH_PACKAGE_LAUNCHER for every
+/// program that links psych::host, as a path computed from where the package is installed now,
+/// so a prefix can be moved; the registration below hands it to the library at start-up. The
+/// library itself holds no path fixed at build time.
+void register_package_launcher(const char* path) noexcept;
+
 /// Every local backend, available or not, with the reason.
 std::vector<backend_info> detect_local_backends(const local_sandbox_options& options = {});
 
@@ -153,3 +163,13 @@ std::vector<backend_info> detect_local_backends(const local_sandbox_options& opt
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options = {});
 
 }  // namespace psych
+
+#if defined(PSYCH_PACKAGE_LAUNCHER) && !defined(PSYCH_NO_PACKAGE_LAUNCHER)
+namespace psych::detail {
+namespace {
+// One per translation unit that includes this header (internal linkage: no ODR question); each
+// registers the same path before main() runs.
+[[maybe_unused]] const bool package_launcher_registered = (register_package_launcher(PSYCH_PACKAGE_LAUNCHER), true);
+}  // namespace
+}  // namespace psych::detail
+#endif

@@ -17,7 +17,9 @@
 //    Unknown members are ignored (a newer peer may add fields). An absent
 //    member keeps its C++ default, unless the struct lists it in
 //      static constexpr std::array<std::string_view, N> required_members{...};
-//    in which case its absence is frame_missing_member.
+//    in which case its absence is frame_missing_member. decode_json_strict()
+//    refuses unknown members instead (frame_unknown_member, naming the
+//    members there are), at every depth.
 //  - bool: true/false. Integers: an integer literal that fits the type, else
 //    frame_number_out_of_range (also for integer literals beyond 64 bits); a
 //    fraction or exponent is frame_wrong_kind. double/float: any number,
@@ -565,7 +567,8 @@ std::string integer_type_name() {
 /// error names e.g. "limits.wall_seconds" at no cost on success.
 class decoder {
  public:
-  explicit decoder(const json_tree& tree) noexcept : tree_(tree) {}
+  explicit decoder(const json_tree& tree, bool refuse_unknown_members = false) noexcept
+      : tree_(tree), refuse_unknown_members_(refuse_unknown_members) {}
 
   template <class T>
   bool decode(std::uint32_t i, T& out);
@@ -600,7 +603,18 @@ class decoder {
   template <class T>
   bool decode_enum(std::uint32_t i, T& out);
 
+  template <class T>
+  bool unknown_member(std::string_view key) {
+    std::string known;
+    hana::for_each(hana::accessors<T>(), [&](auto field) {
+      known.append(known.empty() ? "" : ", ").append(member_name(std::remove_cvref_t<decltype(hana::first(field))>{}));
+    });
+    path_.push_back(excerpt(key));
+    return fail(error_kind::frame_unknown_member, "no such member (the members are: " + known + ")");
+  }
+
   const json_tree& tree_;
+  bool refuse_unknown_members_ = false;
   error_kind kind_ = error_kind::json_malformed;
   std::string what_;
   std::vector<std::string> path_;  ///< innermost segment first
@@ -761,14 +775,18 @@ bool decoder::decode_struct(std::uint32_t i, T& out) {
   for (std::uint32_t k = tree_.first_child(i); k != no_node; k = tree_.nodes[k].next) {
     const std::string_view key = tree_.decoded(k);
     bool ok = true;
+    bool known = false;
     hana::for_each(hana::accessors<T>(), [&](auto field) {
       constexpr std::string_view name = member_name(std::remove_cvref_t<decltype(hana::first(field))>{});
-      if (ok && key == name && !decode(k + 1, hana::second(field)(out))) {
+      if (key != name) return;
+      known = true;
+      if (ok && !decode(k + 1, hana::second(field)(out))) {
         path_.emplace_back(name);
         ok = false;
       }
     });
     if (!ok) return false;
+    if (!known && refuse_unknown_members_) return unknown_member<T>(key);
   }
   return true;
 }
@@ -840,6 +858,20 @@ result<T> decode_json(std::string_view text, json_bounds bounds = {}) {
   PSYCH_TRY(detail::parse(text, bounds, tree));
   T value = detail::blank<T>();
   detail::decoder decoder{tree};
+  if (!decoder.decode(0, value)) return boost::outcome_v2::failure(decoder.failure_error());
+  return value;
+}
+
+/// The same, refusing a member that T (or a struct inside it) does not have: frame_unknown_member,
+/// naming the members there are. For input written by a model, where a misspelt member must not be
+/// silently dropped; the launcher contract keeps the tolerant decode_json (a newer peer may add
+/// members).
+template <class T>
+result<T> decode_json_strict(std::string_view text, json_bounds bounds = {}) {
+  detail::json_tree tree;
+  PSYCH_TRY(detail::parse(text, bounds, tree));
+  T value = detail::blank<T>();
+  detail::decoder decoder{tree, /*refuse_unknown_members=*/true};
   if (!decoder.decode(0, value)) return boost::outcome_v2::failure(decoder.failure_error());
   return value;
 }

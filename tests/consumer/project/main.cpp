@@ -17,7 +17,9 @@ int main() {
     std::printf("consumer: no value (%s)\n", result.failure ? result.failure->message.c_str() : "?");
     return 1;
   }
-  std::printf("consumer: %s (isolation %s)\n", result.value->text.c_str(),
-              result.isolation ? std::string(psych::name_of(*result.isolation)).c_str() : "none");
+  // Which launcher ran: the package's, wherever the prefix was moved to.
+  std::printf("consumer: %s (isolation %s) launcher %s\n", result.value->text.c_str(),
+              result.isolation ? std::string(psych::name_of(*result.isolation)).c_str() : "none",
+              sandbox.value()->describe().launcher.c_str());
   return 0;
 }

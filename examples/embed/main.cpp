@@ -1,0 +1,187 @@
+// A runtime embedding psych: two sandbox profiles, an agent spec with code execution, one C++
+// function tool that programs call by its alias and through call_tool, and four programs — a
+// loop over the tool, one that raises, one under a profile that does not exist, and one that
+// overruns a tight profile's wall clock. Everything comes back as data; this program checks each
+// story and exits non-zero when one did not go as docs/runtime.md says it does.
+//
+// The regions between "// [embed:NAME]" and "// [/embed:NAME]" are quoted by docs/runtime.md, and
+// a test (tests/docs/check_snippets.py) fails when the two differ.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include <psych/host/blob_store.hpp>
+#include <psych/host/function_tools.hpp>
+#include <psych/host/run_log.hpp>
+#include <psych/host/runtime.hpp>
+#include <psych/host/sandbox.hpp>
+
+// [embed:types]
+// The tool's arguments and answer are plain structs; the codec walks them (Hana), and the input
+// schema the program sees in TOOLS is generated from the arguments' struct.
+struct order_query {
+  std::string sku;
+  static constexpr std::array<std::string_view, 1> required_members{"sku"};
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 1> member_descriptions{
+      {{"sku", "the stock-keeping unit, e.g. A-1"}}};
+};
+struct order {
+  std::string sku;
+  int quantity = 0;
+  double total = 0;
+};
+BOOST_HANA_ADAPT_STRUCT(order_query, sku);
+BOOST_HANA_ADAPT_STRUCT(order, sku, quantity, total);
+// [/embed:types]
+
+namespace {
+
+int failures = 0;
+
+void expect(bool held, std::string_view story) {
+  std::printf("%s %.*s\n", held ? "  ok:" : "  FAILED:", static_cast<int>(story.size()), story.data());
+  if (!held) ++failures;
+}
+
+/// The program's result, when run_code ran it (a refusal is the other alternative).
+const psych::sandbox_result* ran(const psych::run_code_outcome& outcome) {
+  return std::get_if<psych::sandbox_result>(&outcome);
+}
+
+constexpr std::string_view loop_program = R"(
+totals = {}
+for sku in ["A-1", "B-2", "C-3"]:
+    found = await lookup_order(sku=sku)          # the alias: keyword arguments
+    totals[sku] = found["total"]
+try:
+    await call_tool("lookup_order", {"sku": "Z-9"})  # call_tool: the name and one dict
+except ToolError as error:
+    missing = error.kind
+print(f"looked up {len(totals)} orders")
+return {"sum": sum(totals.values()), "missing": missing}
+)";
+
+}  // namespace
+
+int main() {
+  // Scratch space for the blob store and the run log; removed at the end.
+  std::string scratch = (std::filesystem::temp_directory_path() / "psych-embed-XXXXXX").string();
+  if (::mkdtemp(scratch.data()) == nullptr) return 2;
+  struct cleanup {
+    std::string dir;
+    ~cleanup() { std::filesystem::remove_all(dir); }
+  } remove_scratch{scratch};
+
+  // [embed:tools]
+  // One object is both the runtime's catalogue and its invoker for C++ functions: the tool is
+  // named once. Calls run on the object's own threads, so a slow tool never stalls the sandbox.
+  static const std::map<std::string, order, std::less<>> orders{
+      {"A-1", {"A-1", 2, 19.5}}, {"B-2", {"B-2", 1, 5.25}}, {"C-3", {"C-3", 4, 42.0}}};
+  auto tools = psych::function_tools::create({psych::typed_tool<order_query>(
+                                                  "lookup_order", "An order by SKU: its quantity and total",
+                                                  [](const order_query& query, std::stop_token) -> psych::tool_answer<order> {
+                                                    const auto found = orders.find(query.sku);
+                                                    if (found == orders.end()) return psych::tool_failed("no order " + query.sku);
+                                                    return found->second;
+                                                  })})
+                   .value();
+  // [/embed:tools]
+
+  // [embed:runtime]
+  // Everything passed by pointer (the catalogue, the invoker, the blob store, the run log) must
+  // outlive the runtime and every Attempt made from it; the sandboxes are shared_ptr.
+  auto blobs = psych::open_directory_blob_store(scratch + "/blobs").value();
+  auto made = psych::local_sandbox();  // the strongest local backend; a not-ready one is an error
+  if (!made) {
+    std::fprintf(stderr, "embed: %s\n", made.error().message().c_str());
+    return 2;
+  }
+  std::shared_ptr<psych::sandbox> sandbox = std::move(made).value();
+  auto rt = psych::runtime::create({.profiles = {{.name = "default", .backend = sandbox},
+                                                 {.name = "tight", .backend = sandbox, .hard_limits = psych::limit_caps{.wall_seconds = 1.0}}},
+                                    .catalogue = tools.get(),
+                                    .invoker = tools.get(),
+                                    .blobs = blobs.get()})
+                .value();
+  // [/embed:runtime]
+
+  // [embed:spec]
+  // The agent asks for a profile by name and for terms no wider than it; publishing checks the
+  // spec against the runtime (its profiles, its catalogue) and fixes the Version's hash.
+  psych::agent_spec spec{.name = "clerk",
+                         .model = {.model = "gpt-5"},
+                         .tools = {{.kind = psych::tool_kind::code, .name = "lookup_order"}},
+                         .code = psych::code_execution{.profile = "default"}};
+  const auto version = rt.publish(spec);
+  if (!version) {
+    std::fprintf(stderr, "embed: %s\n", version.error().message().c_str());
+    return 2;
+  }
+  // [/embed:spec]
+
+  // [embed:attempt]
+  // A run log per Run is required: the Run's meters are counted from it, and a call in flight
+  // when a worker dies is found there by the next Attempt (and never re-run).
+  auto log = psych::open_file_run_log(scratch + "/run.log").value();
+  auto attempt = rt.start_attempt(version.value(), *log, "tenant-a").value();
+  const auto looped = attempt.run_code(std::string(loop_program));
+  if (!looped) {  // an error here is the deployment's (a policy that widened the grant), not the program's
+    std::fprintf(stderr, "embed: %s\n", looped.error().message().c_str());
+    return 2;
+  }
+  std::printf("the model reads: %s\n", psych::run_code_payload(looped.value()).c_str());
+  // [/embed:attempt]
+  const auto* loop = ran(looped.value());
+  expect(loop && loop->ok() && loop->value && loop->value->text == R"({"sum":66.75,"missing":"tool_failed"})",
+         "a loop over the tool returns one value: three orders summed, the missing one a ToolError");
+  expect(loop && loop->stdout_preview == "looked up 3 orders\n", "what it printed comes back as stdout");
+
+  // [embed:traceback]
+  // A program that raises is a result, not an error: the failure carries the traceback, with the
+  // program's own line.
+  const auto raised = attempt.run_code("rows = []\nraise ValueError('bad row')\n").value();
+  if (const auto* result = ran(raised); result && result->failure)
+    std::printf("failure %s at line %lld: %s\n", std::string(psych::name_of(result->failure->kind)).c_str(),
+                static_cast<long long>(result->failure->line), result->failure->message.c_str());
+  // [/embed:traceback]
+  const auto* raise = ran(raised);
+  expect(raise && raise->failure && raise->failure->kind == psych::failure_kind::exception && raise->failure->line == 2 &&
+             raise->failure->traceback.find("ValueError: bad row") != std::string::npos,
+         "a traceback is data: the exception, its message and the program's line");
+
+  // [embed:unknown_profile]
+  // A spec that asks for a profile the runtime does not have fails at publish, loudly.
+  auto gpu = spec;
+  gpu.code->profile = "gpu";
+  const auto refused = rt.publish(gpu);
+  if (!refused) std::printf("publish refused: %s\n", refused.error().message().c_str());
+  // [/embed:unknown_profile]
+  expect(!refused && refused.error().message().find("profile \"gpu\"") != std::string::npos,
+         "an unknown profile is a publish error naming it");
+
+  // [embed:tight]
+  // The tight profile caps only the wall clock (1 s); the program's other limits stay what the
+  // backend allows. Overrunning it ends the program, and the result says which cap did.
+  auto tight = spec;
+  tight.code->profile = "tight";
+  auto tight_attempt = rt.start_attempt(rt.publish(tight).value(), *log, "tenant-a").value();
+  const auto slept = tight_attempt.run_code("print('started')\nimport time\ntime.sleep(30)\n").value();
+  if (const auto* result = ran(slept); result && result->limit_hit)
+    std::printf("ended by %s after %.1f s\n", std::string(psych::name_of(*result->limit_hit)).c_str(),
+                result->duration_seconds);
+  // [/embed:tight]
+  const auto* overran = ran(slept);
+  expect(overran && overran->limit_hit == psych::limit_name::wall_seconds && overran->duration_seconds < 10,
+         "the tight profile's wall clock ends a program that sleeps, and says so");
+
+  std::printf(failures == 0 ? "embed: every story behaved as documented\n" : "embed: %d stories did not\n", failures);
+  return failures == 0 ? 0 : 1;
+}
