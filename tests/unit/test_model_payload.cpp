@@ -149,9 +149,9 @@ TEST_CASE("model payload: a limit hit names the limit; no empty traceback, no li
 
 TEST_CASE("model payload: a refusal is the refusal, whatever was asked") {
   const run_code_outcome refused =
-      refusal{refusal_reason::network_not_granted, "network access is not granted by the tenant's policy"};
+      refusal{refusal_reason::network_not_granted, "network access is not granted by the tenant policy"};
   CHECK(run_code_payload(refused, code_execution{.network = network_access::unrestricted}) ==
-        R"({"refused":{"reason":"network_not_granted","message":"network access is not granted by the tenant's )"
+        R"({"refused":{"reason":"network_not_granted","message":"network access is not granted by the tenant )"
         R"(policy"}})");
 }
 
@@ -178,6 +178,11 @@ TEST_CASE("model payload: a cut output, preserved: preview, size, handle, and ho
                        protocol::encode_json(stdout_item.preview) + R"(,"size_bytes":)" + std::to_string(out.size()) +
                        R"(,"handle":")" + stdout_item.handle + R"("}},"read_more":"read_tool_output {handle, )"
                        R"(offset, limit} reads lines; {handle, pattern} searches"})");
+  // The bytes docs/runtime.md shows.
+  CHECK(stdout_item.preview ==
+        "row 0\nrow 1\nrow 2\nrow 3\nrow 4\nrow 5\nrow 6\nrow 7\nrow 8\nrow 9\nrow 10\nrow 11\nrow 12\n"
+        "[... 16770 bytes omitted ...]\n995\nrow 1996\nrow 1997\nrow 1998\nrow 1999\n");
+  CHECK(stdout_item.handle == "blob:a71414c7f9b9e4264cde8dcded83f0f0a89ec9bdc74e8a30f4f2bea9bfeb0ac4");
   check_once(payload, stdout_item.preview);
   CHECK(occurrences(payload, "blob:") == 1);
   // The handle reads the bytes the preview left out.

@@ -1,8 +1,8 @@
 #pragma once
 // What the model reads back from one execution: the result, compact. Every byte of it goes into the
 // model's context, so each item appears once and nothing empty or already promised is repeated.
-// The full result (result_json.hpp: `psych run --json`) is unchanged; docs/runtime.md, "What the
-// model sees", shows each shape.
+// The full result (result_json.hpp: `psych run --json`) keeps everything; docs/runtime.md, "What
+// the model sees", shows each shape.
 //
 // One JSON object; a member is present only when it says something:
 //   failure    {kind, message, traceback, line}; traceback and line only when the program raised
