@@ -116,7 +116,7 @@ TEST_CASE("runtime: each refusal comes back as data, and the agent keeps its oth
       return std::get<refusal>(outcome.value());
     };
     CHECK(refusal_of({.network = network_access::unrestricted}).reason == refusal_reason::network_not_granted);
-    CHECK(run_code_payload(refusal_of({.network = network_access::unrestricted})).starts_with(
+    CHECK(run_code_payload(refusal_of({.network = network_access::unrestricted}), code_execution{}).starts_with(
         R"({"refused":{"reason":"network_not_granted","message":"network access is not granted by)"));
     CHECK(refusal_of({.profile = "broken"}).reason == refusal_reason::backend_not_ready);
     if (!conformance::isolated(backend))
@@ -126,9 +126,8 @@ TEST_CASE("runtime: each refusal comes back as data, and the agent keeps its oth
     const auto ran = attempt.run_code("return 6 * 7").value();
     REQUIRE(std::holds_alternative<sandbox_result>(ran));
     CHECK(std::get<sandbox_result>(ran).value->text == "42");
-    const auto payload = run_code_payload(ran);
-    CHECK(payload.starts_with(R"({"value":42,"failure":null,"stdout":"")"));
-    CHECK(payload.find(R"("attachments":[)") != std::string::npos);
+    // What the model reads: the value, once; nothing empty, no grades the ask was promised.
+    CHECK(run_code_payload(ran, *analyst().code) == R"({"value":42})");
   });
 }
 

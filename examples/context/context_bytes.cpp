@@ -3,7 +3,7 @@
 //   direct:  one tool call per file, as a model without run_code must; every call and every whole
 //            result enters the model's context.
 //   program: one run_code call whose program loops over the same server's tool; only the program
-//            and its result's payload (previews, handles) enter the context.
+//            and the model's payload of its result (run_code_payload) enter the context.
 // It prints the bytes each way put into the context, and checks that both found the same total.
 //   build/examples/context/context_bytes build/mcp-servers
 #include <unistd.h>
@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "psych/host/mcp.hpp"
-#include "psych/host/result_json.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/host/runtime.hpp"
 #include "psych/protocol/json.hpp"
@@ -148,7 +147,7 @@ return {{"files": files, "total_cents": total}}
                                      read_tool, file_count, dir.string());
     const auto outcome = attempt.run_code(program).value();
     const auto& result = std::get<psych::sandbox_result>(outcome);
-    const auto payload = psych::host::result_to_json(result);
+    const auto payload = psych::run_code_payload(outcome, *version.spec.code);
     const std::uint64_t program_bytes = program.size() + payload.size();
     const bool program_ok = result.ok() && result.value &&
                             result.value->text.find(fmt::format("\"total_cents\":{}", expected)) != std::string::npos;
@@ -160,6 +159,8 @@ return {{"files": files, "total_cents": total}}
     fmt::print("  one run_code call:    1 call,  {:>6} bytes into the model's context, {} ({})\n", program_bytes,
                result.value ? result.value->text : result.failure ? result.failure->message : "no value",
                program_ok ? "right" : "WRONG");
+    fmt::print("    of which the program {} bytes, the result's payload {} bytes: {}\n", program.size(),
+               payload.size(), payload);
     fmt::print("  the program put {:.1f}x fewer bytes into the context (isolation: {})\n",
                static_cast<double>(direct_bytes) / static_cast<double>(program_bytes),
                result.isolation ? psych::name_of(*result.isolation) : "none");

@@ -13,7 +13,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
 
 #include "psych/isolation.hpp"
 #include "psych/limits.hpp"
@@ -295,6 +301,49 @@ inline void grade_exit(containment_grade& grade, std::int64_t survivors) {
     grade.problems.push_back("process_tree: " + std::to_string(survivors) +
                              " descendant(s) survived the execution");
   }
+}
+
+/// The weakest grade of each guarantee that asking for `level` (and `network`) promises: the
+/// level rules above as grades (docs/grading.md, "Achieved level"). An execution that reached the
+/// level meets them when its program starts, with one exception: PROCESS does not need the network
+/// denied to be reached, but an agent that asked for no network was promised an attempt at denial,
+/// so a working stack is below what it asked. A grade lowered later (a descendant survived, the
+/// host's listener was reached, the wall clock was outrun) falls below the promise too.
+/// Identity and process_count promise nothing: an unprivileged worker at ISOLATED, or a same-uid
+/// run at PROCESS, reaches its level with both honestly unavailable.
+constexpr guarantee_grades promised_grades(isolation_level level, network_access network) noexcept {
+  using enum enforcement;
+  const bool isolated = level == isolation_level::isolated;
+  const bool denied = network == network_access::none;
+  return {.filesystem = isolated ? enforced : unavailable,
+          .network = !denied ? unavailable : isolated ? enforced : unverified,
+          .process_tree = isolated ? enforced : unverified,
+          .identity = unavailable,
+          .cpu = unverified,
+          .memory = unverified,
+          .file_size = unverified,
+          .process_count = unavailable,
+          .wall_clock = enforced,
+          .environment = enforced};
+}
+
+/// One guarantee graded below its promise.
+struct grade_shortfall {
+  std::string_view guarantee;  ///< its name, as in guarantee_grades and the result's JSON
+  enforcement got;
+  enforcement promised;
+  friend bool operator==(const grade_shortfall&, const grade_shortfall&) = default;
+};
+
+/// Every guarantee whose grade is weaker than `promised`'s, in guarantee_grades' order.
+inline std::vector<grade_shortfall> below_promise(const guarantee_grades& got, const guarantee_grades& promised) {
+  std::vector<grade_shortfall> out;
+  boost::hana::for_each(boost::hana::accessors<guarantee_grades>(), [&](auto field) {
+    const enforcement grade = boost::hana::second(field)(got);
+    const enforcement floor = boost::hana::second(field)(promised);
+    if (grade > floor) out.push_back({boost::hana::to<char const*>(boost::hana::first(field)), grade, floor});
+  });
+  return out;
 }
 
 }  // namespace psych

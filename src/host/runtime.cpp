@@ -10,6 +10,8 @@
 
 #include "psych/builtins.hpp"
 #include "sha256.hpp"
+#include "psych/grading.hpp"
+#include "psych/host/model_payload.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/protocol/json.hpp"
 
@@ -139,9 +141,9 @@ result<agent_attempt> runtime::start_attempt(const agent_version& version, run_l
   return agent_attempt(setup_, version, chosen, std::move(tenant), std::move(run));
 }
 
-std::string run_code_payload(const run_code_outcome& outcome) {
+std::string run_code_payload(const run_code_outcome& outcome, const code_execution& asked) {
   if (const auto* refused = std::get_if<refusal>(&outcome)) return host::refusal_to_json(*refused);
-  return host::result_to_json(std::get<sandbox_result>(outcome));
+  return host::model_payload(std::get<sandbox_result>(outcome), promised_grades(asked.isolation, asked.network));
 }
 
 std::vector<std::string> agent_attempt::tool_names() const {

@@ -363,3 +363,69 @@ TEST_CASE("ISOLATED needs every boundary observed") {
     CHECK(graded.achieved == isolation_level::isolated);
   }
 }
+
+TEST_CASE("what a level promises: every grading that reaches it meets the promise, until something lowers a grade") {
+  const auto shortfalls_at = [](isolation_level level, const grading_expectation& e, const mechanism_report& m,
+                                const child_report& c) {
+    const auto g = grade_containment(e, m, c);
+    REQUIRE(g.reaches(level));
+    return below_promise(g.grades, promised_grades(level, e.network));
+  };
+  SUBCASE("PROCESS, as well contained as it gets, and with its weaker ways of being reached") {
+    CHECK(shortfalls_at(isolation_level::process, expectation(), applied(), observed()).empty());
+    auto no_landlock = applied();  // filesystem unavailable: PROCESS promises no filesystem boundary
+    no_landlock.landlock_abi = 0;
+    CHECK(shortfalls_at(isolation_level::process, expectation(), no_landlock, observed()).empty());
+    auto same_uid = expectation();  // identity unavailable, process_count unverified: allowed
+    same_uid.run_as_uid.reset();
+    same_uid.run_as_gid.reset();
+    same_uid.worker_uid = 1000;
+    auto kept = applied();
+    kept.uid_drop = false;
+    auto c = observed();
+    c.uid = c.euid = c.gid = c.egid = 1000;
+    CHECK(shortfalls_at(isolation_level::process, same_uid, kept, c).empty());
+  }
+  SUBCASE("ISOLATED, and an unprivileged worker's honest identity") {
+    CHECK(shortfalls_at(isolation_level::isolated, isolated_expectation(), isolated_applied(), isolated_observed())
+              .empty());
+    auto unprivileged = isolated_expectation();
+    unprivileged.run_as_uid.reset();
+    unprivileged.run_as_gid.reset();
+    unprivileged.worker_uid = 1000;
+    auto m = isolated_applied();
+    m.uid_drop = false;
+    auto c = isolated_observed();
+    c.uid_map = c.gid_map = "0 1000 1";
+    CHECK(shortfalls_at(isolation_level::isolated, unprivileged, m, c).empty());
+    // Reaching ISOLATED more than meets what PROCESS promises.
+    CHECK(shortfalls_at(isolation_level::process, unprivileged, m, c).empty());
+  }
+  SUBCASE("PROCESS reached over a working network stack, when no network was asked: below the promise") {
+    auto c = observed();
+    c.network.ipv6 = {probe_outcome::connected, 0};
+    CHECK(shortfalls_at(isolation_level::process, expectation(), applied(), c) ==
+          std::vector<grade_shortfall>{{"network", enforcement::unavailable, enforcement::unverified}});
+    auto granted = expectation();  // asked for network: nothing is promised about it
+    granted.network = network_access::unrestricted;
+    CHECK(shortfalls_at(isolation_level::process, granted, applied(), c).empty());
+  }
+  SUBCASE("a survivor after the program ran lowers process_tree below either promise") {
+    for (const auto level : {isolation_level::process, isolation_level::isolated}) {
+      auto g = grade_containment(isolated_expectation(), isolated_applied(), isolated_observed());
+      grade_exit(g, 1);
+      CHECK(below_promise(g.grades, promised_grades(level, network_access::none)) ==
+            std::vector<grade_shortfall>{{"process_tree", enforcement::unavailable,
+                                          level == isolation_level::isolated ? enforcement::enforced
+                                                                             : enforcement::unverified}});
+    }
+  }
+  SUBCASE("the walk names each guarantee as the result's JSON does, in order") {
+    guarantee_grades none{};  // every grade unavailable
+    const auto all = below_promise(none, promised_grades(isolation_level::isolated, network_access::none));
+    std::vector<std::string_view> names;
+    for (const auto& s : all) names.push_back(s.guarantee);
+    CHECK(names == std::vector<std::string_view>{"filesystem", "network", "process_tree", "cpu", "memory",
+                                                 "file_size", "wall_clock", "environment"});
+  }
+}

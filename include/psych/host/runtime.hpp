@@ -117,9 +117,11 @@ class agent_attempt {
   std::optional<code_run> run_;
 };
 
-/// What the model reads back from one run_code call: the refusal ({"refused": {reason, message}})
-/// or the result with its previews and handles (result_json.hpp), as one JSON object.
-std::string run_code_payload(const run_code_outcome& outcome);
+/// What the model reads back from one run_code call, as one JSON object: the refusal
+/// ({"refused": {reason, message}}), or the result, compact (model_payload.hpp): each preview once,
+/// handles only for preserved bytes, grades only where one is below what `asked` (the spec's
+/// code_execution) promised. The sandbox_result itself keeps everything.
+std::string run_code_payload(const run_code_outcome& outcome, const code_execution& asked);
 
 /// Whether `returned` is within `offered`: every limit no higher, and network not turned on.
 bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered);
