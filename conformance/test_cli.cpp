@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -54,6 +55,11 @@ class program_file {
 };
 
 const std::string psych_cli = PSYCH_CLI_PATH;
+
+/// What an unprivileged worker must add to use linux-process at all: its child keeps the worker's
+/// own uid, which the backend accepts only when told to (identity is then `unavailable`). A root
+/// worker drops the child to a dedicated uid and needs nothing.
+std::string same_uid_if_unprivileged() { return ::geteuid() == 0 ? "" : " --allow-same-uid"; }
 
 using psych::testing::terminal_control_in;
 
@@ -113,7 +119,8 @@ TEST_CASE("psych run: exit statuses and readable output") {
   }
   SUBCASE("3: refused, because the pinned backend does not reach isolated") {
     program_file p("return 1\n");
-    const auto r = shell(psych_cli + " run --backend linux-process --isolation isolated " + p.path());
+    const auto r =
+        shell(psych_cli + " run --backend linux-process --isolation isolated" + same_uid_if_unprivileged() + " " + p.path());
     CHECK(r.status == 3);
     CHECK(r.output.find("isolation_unreachable") != std::string::npos);
   }
@@ -149,7 +156,7 @@ TEST_CASE("psych run: exit statuses and readable output") {
 
 TEST_CASE("psych run --json uses the spec's result names") {
   program_file p("print('out')\nreturn [1, 'two']\n");
-  const auto r = shell(psych_cli + " run --json --backend linux-process " + p.path());
+  const auto r = shell(psych_cli + " run --json --backend linux-process" + same_uid_if_unprivileged() + " " + p.path());
   CHECK(r.status == 0);
   for (const char* key : {"\"value\":[1,\"two\"]", "\"failure\":null", "\"stdout\":\"out\\n\"", "\"stderr\":\"\"",
                           "\"stdout_size\":4", "\"stderr_size\":0", "\"limit_hit\":null", "\"cancelled\":false",
@@ -254,11 +261,25 @@ TEST_CASE("psych run: a program cannot drive the operator's terminal") {
 
 TEST_CASE("psych describe: a table an operator can read, and problems instead of crashes") {
   SUBCASE("ready") {
+    // Ready wherever a backend is available: always for a root worker (linux-process drops the
+    // child to a dedicated uid); for an unprivileged one only where it may create user
+    // namespaces, since linux-process refuses the worker's own uid without --allow-same-uid.
+    const auto backends = psych::detect_local_backends();
+    const bool any_available =
+        std::any_of(backends.begin(), backends.end(), [](const psych::backend_info& b) { return b.available; });
+    if (::geteuid() == 0) CHECK(any_available);
     const auto r = shell(psych_cli + " describe");
-    CHECK(r.status == (::geteuid() == 0 ? 0 : 1));
+    CHECK(r.status == (any_available ? 0 : 1));
     CHECK(r.output.find("linux-process") != std::string::npos);
     CHECK(r.output.find("linux-namespaces") != std::string::npos);
     CHECK(r.output.find("interpreter:") != std::string::npos);
+    if (::geteuid() != 0) {
+      CHECK(r.output.find("allow_same_uid") != std::string::npos);  // why linux-process is not available
+      if (any_available) {
+        CHECK(r.output.find("chosen: linux-namespaces   ready: yes   isolation reached: isolated") != std::string::npos);
+        CHECK(r.output.find("identity       unavailable") != std::string::npos);  // the worker's own uid, mapped
+      }
+    }
   }
   SUBCASE("a launcher that is not found") {
     const auto r = shell("PSYCH_LAUNCHER=/nonexistent/psych-launch-linux " + psych_cli + " describe");

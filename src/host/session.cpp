@@ -54,6 +54,12 @@ constexpr auto kill_grace = std::chrono::seconds(3);
 /// How long output may keep flowing after the launcher is gone (it kills the
 /// tree before it exits, so normally nothing is left holding a pipe).
 constexpr auto drain_grace = std::chrono::seconds(2);
+/// How long the host waits, once the channel ended before `done`, for the launcher's exit report
+/// before it cancels. An interpreter that dies of a signal closes its channel a moment before it
+/// is reaped: at ISOLATED by the sandbox's init, which reports how it died and only then exits.
+/// A cancel in that moment would have init killed first, and the signal lost with its report.
+/// A program that closed its channel and lives on is cancelled after this wait.
+constexpr auto exit_report_grace = std::chrono::seconds(1);
 
 /// Hands an owned descriptor to an Asio object. Should registering it fail, the descriptor
 /// stays with its owner, who closes it.
@@ -102,6 +108,7 @@ class session {
   session(const session_plan& plan, const execution_dirs& dirs)
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
+        exit_report_wait_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
         gateway_(plan.bindings),
         calls_(io_, gateway_, plan.bindings.run.execution_id,
@@ -198,6 +205,7 @@ class session {
     co_await (converse() && drain(stdout_, out_) && drain(stderr_, err_) && wait_launcher());
     backstop_.cancel();
     drain_deadline_.cancel();
+    exit_report_wait_.cancel();
     probe_.close();
   }
 
@@ -292,16 +300,21 @@ class session {
 
   awaitable<void> read_exit(frame_reader<local_socket>& control) {
     auto frame = co_await control.next<protocol::exit_frame>();
+    exit_report_wait_.cancel();  // the launcher has said how it ended, or never will: nothing to cancel
     if (frame && frame.value()) exit_ = std::get<protocol::exit_frame>(*frame.value());
     else if (!frame) launcher_problem_ = "the launcher's exit report broke the contract: " + frame.error().message();
     else launcher_problem_ = "the launcher ended without an exit report";
   }
 
   /// End of file on the channel before `done`: no result can arrive any more, so the tree is
-  /// ended now rather than at the wall clock.
+  /// ended now rather than at the wall clock — once the launcher has had exit_report_grace to
+  /// report an interpreter that is already dead, so that the report says how it died.
   void channel_ended() {
     channel_closed_ = true;
-    send_cancel("cancelled");
+    exit_report_wait_.expires_after(exit_report_grace);
+    exit_report_wait_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) send_cancel("cancelled");
+    });
   }
 
   void violation(std::string what) {
@@ -457,7 +470,7 @@ class session {
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
   frame_writer<local_socket> control_out_, channel_out_;
   loopback_probe probe_;
-  asio::steady_timer backstop_, drain_deadline_;
+  asio::steady_timer backstop_, drain_deadline_, exit_report_wait_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
   binding_gateway gateway_;
