@@ -517,9 +517,12 @@ class ToolCall:
     __hash__ = object.__hash__
 
     def __del__(self):
-        if self._coroutine is None and not self._reported and (self._file, self._line) not in REPORTED_LINES:
-            warn_unawaited(self._complaint().replace(" must be awaited:", " was never awaited:", 1),
-                           self._file, self._line)
+        try:
+            if self._coroutine is None and not self._reported and (self._file, self._line) not in REPORTED_LINES:
+                warn_unawaited(self._complaint().replace(" must be awaited:", " was never awaited:", 1),
+                               self._file, self._line)
+        except BaseException:  # at interpreter shutdown our globals may be gone: nobody reads stderr then
+            pass
 
 
 # Every use of a value a result would have. Not __next__: asyncio would take a ToolCall with one
@@ -827,10 +830,17 @@ def start_flusher(interval=FLUSH_INTERVAL_SECONDS):
             except BaseException:
                 pass
 
+    # Born with every signal blocked, so a signal sent to the process still goes to the program's
+    # threads: one the program blocks (SIGXCPU, SIGTERM) stays pending instead of being taken by the
+    # flusher, whose default action would end the process.
+    import _signal
+    mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
     try:
         _thread.start_new_thread(flush_every_interval, ())
     except RuntimeError:
         return None
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
     posix.register_at_fork(before=guard.acquire, after_in_parent=guard.release, after_in_child=guard.release)
     return stop
 

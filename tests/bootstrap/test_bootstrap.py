@@ -863,6 +863,15 @@ def test_output_printed_before_a_kill_reaches_the_pipes():
         assert (stdout, stderr) == ("early line\n", "no newline"), (program, stdout, stderr)
 
 
+def test_the_flusher_never_takes_a_signal_meant_for_the_program():
+    # SIGUSR1 blocked by the program stays pending: the flusher thread blocks every signal, so the
+    # kernel cannot hand it the process-directed signal (whose default action would end the process).
+    program = ("import os, signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+               "os.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.2)\nreturn signal.SIGUSR1 in signal.sigpending()")
+    done, _, _, stderr, code, _ = run(program)
+    assert (done, code) == ({"type": "done", "ok": True, "value": True}, 0), (done, code, stderr)
+
+
 def test_forks_while_the_flusher_runs_keep_every_line():
     # A fork waits for a flush in progress: the child never inherits a stream's lock held by the
     # flusher thread, which it does not have (a child that did would hang at its own flush).
