@@ -54,6 +54,11 @@ constexpr auto kill_grace = std::chrono::seconds(3);
 /// How long output may keep flowing after the launcher is gone (it kills the
 /// tree before it exits, so normally nothing is left holding a pipe).
 constexpr auto drain_grace = std::chrono::seconds(2);
+/// How long the launcher may take to report an interpreter whose channel closed before the host
+/// cancels. A channel nearly always closes because the interpreter is dying (of SIGXCPU, say); under
+/// ISOLATED its init reports how it died only after reaping it, and a cancel that overtook that
+/// report lost the limit that ended it.
+constexpr auto channel_closed_grace = std::chrono::milliseconds(250);
 
 /// Hands an owned descriptor to an Asio object. Should registering it fail, the descriptor
 /// stays with its owner, who closes it.
@@ -102,6 +107,7 @@ class session {
   session(const session_plan& plan, const execution_dirs& dirs)
       : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
+        channel_grace_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
         gateway_(plan.bindings),
         calls_(io_, gateway_, plan.bindings.run.execution_id,
@@ -198,6 +204,7 @@ class session {
     co_await (converse() && drain(stdout_, out_) && drain(stderr_, err_) && wait_launcher());
     backstop_.cancel();
     drain_deadline_.cancel();
+    channel_grace_.cancel();
     probe_.close();
   }
 
@@ -298,10 +305,14 @@ class session {
   }
 
   /// End of file on the channel before `done`: no result can arrive any more, so the tree is
-  /// ended now rather than at the wall clock.
+  /// ended soon rather than at the wall clock: once the launcher has had channel_closed_grace to
+  /// report an interpreter that is dying on its own.
   void channel_ended() {
     channel_closed_ = true;
-    send_cancel("cancelled");
+    channel_grace_.expires_after(channel_closed_grace);
+    channel_grace_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) send_cancel("cancelled");
+    });
   }
 
   void violation(std::string what) {
@@ -457,7 +468,7 @@ class session {
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
   frame_writer<local_socket> control_out_, channel_out_;
   loopback_probe probe_;
-  asio::steady_timer backstop_, drain_deadline_;
+  asio::steady_timer backstop_, drain_deadline_, channel_grace_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
   binding_gateway gateway_;
