@@ -286,6 +286,39 @@ return [reply["arguments"]["i"] for reply in replies]
   });
 }
 
+TEST_CASE("bindings: a call used without await says what to write at the program's line, and is never made") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    recording_invoker invoker;
+    const std::vector<psych::binding> offered{{"lookup_order", ""}};
+    constexpr std::string_view await_it = "lookup_order(...) must be awaited: write `await lookup_order(...)`";
+    for (const char* header : {"", "import asyncio\n"}) {  // driven by the bootstrap, and under asyncio.run
+      const auto r = sb.run({.program = fmt::format("{}x = 1\nr = lookup_order(sku='A')\nreturn r['total']\n", header),
+                             .terms = conformance::terms_for(sb),
+                             .bindings = offered,
+                             .invoker = &invoker});
+      REQUIRE(r.failure);
+      CHECK(r.failure->kind == failure_kind::exception);
+      CHECK_MESSAGE(r.failure->message.find(await_it) != std::string::npos, r.failure->message);
+      CHECK(r.failure->line == (*header ? 4 : 3));
+      // The traceback is the program's alone: no frame of the bootstrap, no second warning.
+      CHECK(r.failure->traceback.find("<program>") != std::string::npos);
+      CHECK_MESSAGE(r.failure->traceback.find("bootstrap") == std::string::npos, r.failure->traceback);
+      CHECK_MESSAGE(r.stderr_data.empty(), r.stderr_data);
+    }
+    // Dropped without await: reported in stderr at the line that made it; the tool never ran.
+    const auto dropped = sb.run({.program = "lookup_order(sku='A')\nreturn (await lookup_order(sku='B'))['arguments']",
+                                 .terms = conformance::terms_for(sb),
+                                 .bindings = offered,
+                                 .invoker = &invoker});
+    REQUIRE_MESSAGE(dropped.ok(), (dropped.failure ? dropped.failure->message : ""));
+    CHECK(dropped.value->text == R"({"sku":"B"})");
+    CHECK(dropped.stderr_data ==
+          "<program>:1: RuntimeWarning: lookup_order(...) was never awaited: write `await lookup_order(...)`; "
+          "without await the tool is not called\n");
+    CHECK(invoker.calls == 1);
+  });
+}
+
 TEST_CASE("bindings: a call the program gives up on, or leaves in flight at its end, is stopped on the host") {
   for_each_backend([](sandbox& sb, const auto&) {
     journalled_run journalled(sb);

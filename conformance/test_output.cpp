@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -130,6 +132,33 @@ TEST_CASE("output: a preserved stream is read by line window or pattern, and nev
     const auto other = read_tool_output(*blobs.store, "tenant-b", out->handle, {});
     REQUIRE_FALSE(other);
     CHECK(other.error().kind == error_kind::blob_not_found);
+  });
+}
+
+TEST_CASE("output: what a program printed before its wall clock or a cancel reaches the result") {
+  for_each_backend([](sandbox& sb, const auto&) {
+    // Printed into the interpreter's buffer, never flushed by the program, then blocked or spinning
+    // until the host ends it: the bootstrap's flusher has sent it (docs/output.md).
+    for (const char* rest : {"time.sleep(30)\n", "while True:\n    pass\n"}) {
+      const auto r = conformance::run(
+          sb, fmt::format("import sys, time\nprint('early line')\nsys.stderr.write('partial')\n{}", rest),
+          {.cpu_seconds = 10.0, .wall_seconds = 1.0});
+      REQUIRE(r.failure);
+      CHECK(r.failure->kind == failure_kind::timeout);
+      CHECK(r.limit_hit == limit_name::wall_seconds);
+      CHECK_MESSAGE(r.stdout_data == "early line\n", rest);
+      CHECK_MESSAGE(r.stderr_data == "partial", rest);
+    }
+    std::stop_source source;
+    std::jthread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      source.request_stop();
+    });
+    const auto cancelled =
+        conformance::run(sb, "import time\nprint('early line')\ntime.sleep(30)\n", {}, source.get_token());
+    REQUIRE(cancelled.failure);
+    CHECK(cancelled.failure->kind == failure_kind::cancelled);
+    CHECK(cancelled.stdout_data == "early line\n");
   });
 }
 

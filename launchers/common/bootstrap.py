@@ -29,6 +29,7 @@ MAX_FRAME_BYTES = 16 << 20  # the host's default bound on one channel frame
 MAX_VALUE_DEPTH = 63  # the host allows 64 levels in a frame; the done object is one of them
 MAX_ERROR_TEXT = 256 << 10  # per message/traceback, so a giant one cannot overflow the frame
 PROBE_TIMEOUT_SECONDS = 0.2
+FLUSH_INTERVAL_SECONDS = 0.05  # stdout/stderr reach the host at least this often (start_flusher); 0: never
 PYCF_ONLY_AST, PYCF_ALLOW_TOP_LEVEL_AWAIT, CO_COROUTINE = 0x400, 0x2000, 0x80
 RESULT_NAME = "__psych_result__"  # (value,) once the program returned or ended on an expression
 DEFAULT_FILENAME = "<program>"
@@ -357,11 +358,11 @@ class ToolResultHandle:
         self.tool, self._call_tool = tool, call_tool
         self.handle, self.size, self.lines = info.get("handle"), info.get("size_bytes"), info.get("lines")
 
-    async def read(self, offset=0, limit=100, pattern=None):
+    def read(self, offset=0, limit=100, pattern=None):
         arguments = {"handle": self.handle, "offset": offset, "limit": limit}
         if pattern is not None:
             arguments["pattern"] = pattern
-        return await self._call_tool("read_tool_output", arguments)
+        return ToolCall("handle.read", self._call_tool, ("read_tool_output", arguments), sys._getframe(1))
 
     def __repr__(self):
         return f"<ToolResultHandle of {self.tool}: {self.size} bytes, {self.lines} lines>"
@@ -455,14 +456,139 @@ class Calls:
                     future.set_exception(error)
 
 
+REPORTED_LINES = set()  # (file, line) of the calls already reported as not awaited: one report per line
+
+
+class ToolCall:
+    """What calling a tool returns: the call itself, made when it is awaited, alone
+    (`await lookup(sku="A")`) or among others (`await asyncio.gather(...)`, a task). It is a
+    coroutine as asyncio sees one. Using it as if it were the result (subscripting it, reading an
+    attribute, iterating, printing, testing it) raises an error that says what to write, at the
+    program's line; one dropped without being awaited is reported in stderr at the line that made
+    it, instead of Python's "coroutine ... was never awaited" from inside the bootstrap."""
+
+    __slots__ = ("_label", "_perform", "_arguments", "_coroutine", "_file", "_line", "_reported")
+
+    def __init__(self, label, perform, arguments, caller):
+        self._label, self._perform, self._arguments = label, perform, arguments
+        self._coroutine, self._reported = None, False
+        self._file, self._line = caller.f_code.co_filename, caller.f_lineno
+
+    def _begin(self):
+        if self._coroutine is None:
+            self._coroutine = self._perform(*self._arguments)
+        return self._coroutine
+
+    def __await__(self):
+        return self._begin().__await__()
+
+    def send(self, value):
+        return self._begin().send(value)
+
+    def throw(self, *exception):
+        return self._begin().throw(*exception)
+
+    def close(self):
+        if self._coroutine is None:
+            self._reported = True  # given up before it started (a task cancelled early): nothing to say
+        else:
+            self._coroutine.close()
+
+    def _complaint(self):
+        self._reported = True
+        REPORTED_LINES.add((self._file, self._line))
+        call = f"{self._label}(...)"
+        if self._coroutine is None:
+            return f"{call} must be awaited: write `await {call}`; without await the tool is not called"
+        return f"{call} is the call, not its result: write `result = await {call}` and use `result`"
+
+    def _refuse(self, *_):
+        raise TypeError(self._complaint()) from None
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ToolCall.__slots__:  # introspection (hasattr), or mid-__init__
+            raise AttributeError(name)
+        raise AttributeError(self._complaint()) from None
+
+    def __repr__(self):
+        state = "not awaited" if self._coroutine is None else "awaited"
+        return f"<ToolCall {self._label}(...), {state}: its result is `await {self._label}(...)`>"
+
+    __hash__ = object.__hash__
+
+    def __del__(self):
+        try:
+            if self._coroutine is None and not self._reported and (self._file, self._line) not in REPORTED_LINES:
+                warn_unawaited(self._complaint().replace(" must be awaited:", " was never awaited:", 1),
+                               self._file, self._line)
+        except BaseException:  # at interpreter shutdown our globals may be gone: nobody reads stderr then
+            pass
+
+
+# Every use of a value a result would have. Not __next__: asyncio would take a ToolCall with one
+# for an iterator and step it with next() instead of send().
+for _name in ("getitem", "setitem", "delitem", "iter", "aiter", "len", "contains", "bool", "str", "format", "bytes",
+              "int", "float", "complex", "index", "call", "enter", "exit", "aenter", "aexit", "eq", "ne", "lt", "le",
+              "gt", "ge", "neg", "pos", "abs", "invert", "round",
+              *(prefix + operator for prefix in ("", "r", "i") for operator in (
+                  "add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift",
+                  "and", "or", "xor"))):
+    setattr(ToolCall, f"__{_name}__", ToolCall._refuse)
+del _name
+
+
+def warn_unawaited(message, filename, line):
+    """A RuntimeWarning at the program's line, through the program's warning filters; written
+    plainly if those filters make it an error (a warning from a finalizer cannot raise)."""
+    try:
+        import _warnings
+        _warnings.warn_explicit(message, RuntimeWarning, filename, line)
+    except BaseException:
+        observe(lambda: sys.stderr.write(f"{filename}:{line}: RuntimeWarning: {message}\n"), None)
+
+
+def coroutine_never_started(obj):
+    """True for a native coroutine that was made and never awaited (cr_suspended where the
+    interpreter has it; before that, a frame that never ran had f_lasti -1)."""
+    if type(obj) is not COROUTINE_TYPE or (frame := obj.cr_frame) is None or obj.cr_running:
+        return False
+    suspended = getattr(obj, "cr_suspended", None)
+    return not suspended if suspended is not None else frame.f_lasti == -1
+
+
+async def never_run():
+    pass
+
+
+COROUTINE_TYPE = type(_coroutine := never_run())
+_coroutine.close()
+del _coroutine
+
+
+def report_unawaited(namespace):
+    """Reports the calls and coroutines the program left in its globals without awaiting them,
+    while the program's line can still be named: dropped later by the bootstrap, Python would name
+    a line of the bootstrap instead."""
+    for value in list(namespace.values()):
+        if type(value) is ToolCall:
+            value.__del__()
+        elif coroutine_never_started(value):
+            code = value.cr_code
+            REPORTED_LINES.add((code.co_filename, code.co_firstlineno))
+            warn_unawaited(f"coroutine '{value.__qualname__}' was never awaited: write `await "
+                           f"{value.__name__}(...)`", code.co_filename, code.co_firstlineno)
+            value.close()  # closed before it ran: Python has nothing more to say about it
+
+
 def make_call_tool(excluded):
+    """call_tool, and the coroutine function every binding's call runs when it is awaited."""
     calls, modules = Calls(), sys.modules
 
-    async def call_tool(name, arguments=None):
-        """Calls the tool of that model-facing name, whatever characters it has, with a dict of
-        arguments; returns its JSON value or raises ToolError."""
+    async def perform(name, arguments=None, keywords=None):
         if type(name) is not str:
             raise ToolError("malformed_call", repr(name), "a tool's name is a string")
+        if keywords:
+            arguments = {**(arguments or {}), **keywords}
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -474,37 +600,42 @@ def make_call_tool(excluded):
             return await calls.in_loop(loop, name, arguments)
         return calls.round_trip(name, arguments)
 
-    calls.call_tool = call_tool
-    return call_tool
+    def call_tool(name, arguments=None):
+        """await call_tool(name, {...}): calls the tool of that model-facing name, whatever
+        characters it has, with a dict of arguments; returns its JSON value or raises ToolError."""
+        return ToolCall("call_tool", perform, (name, arguments), sys._getframe(1))
+
+    calls.call_tool = perform
+    return call_tool, perform
 
 
-def make_builtins(call_tool):
-    async def list_tools(offset=0, limit=100):
-        """The offered tools, sorted by name, a window at a time: {"tools": [{name, description,
-        deferred}], "total": N, "next_offset": N or None}. Read-only and bounded."""
-        return await call_tool("list_tools", {"offset": offset, "limit": limit})
+def make_builtins(perform):
+    def list_tools(offset=0, limit=100):
+        """await list_tools(): the offered tools, sorted by name, a window at a time: {"tools":
+        [{name, description, deferred}], "total": N, "next_offset": N or None}. Read-only, bounded."""
+        return ToolCall("list_tools", perform, ("list_tools", {"offset": offset, "limit": limit}), sys._getframe(1))
 
-    async def get_tool_info(name):
-        """One offered tool's name, description and argument schema ("input_schema"): the way to
-        a deferred tool's arguments."""
-        return await call_tool("get_tool_info", {"name": name})
+    def get_tool_info(name):
+        """await get_tool_info(name): one offered tool's name, description and argument schema
+        ("input_schema"): the way to a deferred tool's arguments."""
+        return ToolCall("get_tool_info", perform, ("get_tool_info", {"name": name}), sys._getframe(1))
 
-    async def read_tool_output(handle, offset=0, limit=100, pattern=None):
-        """A window of a result this program's own call received as a ToolResultHandle: lines
-        from `offset`, at most `limit`, or only those matching `pattern`."""
-        if isinstance(handle, ToolResultHandle):
-            return await handle.read(offset, limit, pattern)
-        arguments = {"handle": handle, "offset": offset, "limit": limit}
+    def read_tool_output(handle, offset=0, limit=100, pattern=None):
+        """await read_tool_output(handle, ...): a window of a result this program's own call
+        received as a ToolResultHandle: lines from `offset`, at most `limit`, or only those
+        matching `pattern`."""
+        arguments = {"handle": handle.handle if isinstance(handle, ToolResultHandle) else handle,
+                     "offset": offset, "limit": limit}
         if pattern is not None:
             arguments["pattern"] = pattern
-        return await call_tool("read_tool_output", arguments)
+        return ToolCall("read_tool_output", perform, ("read_tool_output", arguments), sys._getframe(1))
 
     return {"list_tools": list_tools, "get_tool_info": get_tool_info, "read_tool_output": read_tool_output}
 
 
-def make_alias(call_tool, name):
-    async def alias(arguments=None, /, **keywords):
-        return await call_tool(name, {**(arguments or {}), **keywords})
+def make_alias(perform, name):
+    def alias(arguments=None, /, **keywords):
+        return ToolCall(name, perform, (name, arguments, keywords), sys._getframe(1))
     alias.__name__ = alias.__qualname__ = name
     alias.__doc__ = f"await {name}(key=value, ...): call_tool({name!r}, {{...}})"
     return alias
@@ -515,14 +646,14 @@ def bind_tools(namespace, bindings, excluded):
     keyword: never a mangled one, so `list-repos` gets none and `list_repos` is the real one."""
     names = sorted({b["name"] for b in bindings if type(b) is dict and type(b.get("name")) is str})
     excluded = {e["name"]: e.get("reason", "") for e in excluded if type(e) is dict and type(e.get("name")) is str}
-    call_tool = make_call_tool(excluded)
+    call_tool, perform = make_call_tool(excluded)
     namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError, ToolResultHandle=ToolResultHandle,
-                     **make_builtins(call_tool))
+                     **make_builtins(perform))
     if names:
         import keyword
         for name in names:
             if name.isidentifier() and not keyword.iskeyword(name):
-                namespace[name] = make_alias(call_tool, name)
+                namespace[name] = make_alias(perform, name)
 
 
 # ---- the program: parse, rewrite, compile, run ------------------------------------------
@@ -663,6 +794,63 @@ def run_program(code, namespace, source):
         pass
 
 
+# ---- output: what the program printed reaches the host's pipes while it runs -------------
+
+FLUSHER = {"stop": None, "running": False}  # the lock that stops the flusher; whether its thread began
+
+
+def start_flusher(interval=FLUSH_INTERVAL_SECONDS):
+    """Starts a thread that flushes stdout and stderr every `interval` seconds, so that a program
+    ended by the wall clock or a cancel has lost at most the last interval of its output, not a
+    whole buffer (docs/output.md). A thread, not a signal: it works while the program sleeps or
+    blocks in C code that releases the GIL, and whatever the program does with signals; a
+    pure-Python loop that holds the GIL yields it every switch interval (5 ms). It flushes only
+    the interpreter's own C stream types, which lock themselves; a stream object the program made
+    in Python is never called from another thread. A fork waits for a flush in progress to end, so
+    a child never inherits a stream's lock held by a thread it does not have. None if the thread
+    cannot start (process_count reached): then output is flushed at the end only, as before."""
+    if interval <= 0:
+        return None
+    import _thread
+    import _io
+    stop, guard, flushable = _thread.allocate_lock(), _thread.allocate_lock(), (_io.TextIOWrapper, _io.BufferedWriter)
+    stop.acquire()
+
+    def flush_every_interval():
+        FLUSHER["running"] = True
+        while not stop.acquire(True, interval):
+            try:
+                with guard:
+                    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                        if type(stream) in flushable:
+                            try:
+                                stream.flush()
+                            except Exception:  # closed, or a write the program's own flush will report
+                                pass
+            except BaseException:
+                pass
+
+    # Born with every signal blocked, so a signal sent to the process still goes to the program's
+    # threads: one the program blocks (SIGXCPU, SIGTERM) stays pending instead of being taken by the
+    # flusher, whose default action would end the process.
+    import _signal
+    mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+    try:
+        _thread.start_new_thread(flush_every_interval, ())
+    except RuntimeError:
+        return None
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+    posix.register_at_fork(before=guard.acquire, after_in_parent=guard.release, after_in_child=guard.release)
+    return stop
+
+
+def stop_flusher():
+    if FLUSHER["stop"] is not None:
+        FLUSHER["stop"].release()
+        FLUSHER["stop"] = None
+
+
 # ---- done: the value, or the failure as data -----------------------------------------------
 
 
@@ -736,9 +924,30 @@ def describe_exception(error, filename, source):
     first, line, tb = start or first, 0, start
     while tb is not None:
         line, tb = (tb.tb_lineno or 0) if in_program(tb) else line, tb.tb_next
+    error.__traceback__ = without_bootstrap_frames(first)
+    pending, seen = [error.__cause__, error.__context__], {id(error)}
+    while pending:  # and from the exceptions it was raised from or while handling
+        if (chained := pending.pop()) is not None and id(chained) not in seen:
+            seen.add(id(chained))
+            chained.__traceback__ = without_bootstrap_frames(chained.__traceback__)
+            pending += [chained.__cause__, chained.__context__]
     name = qualified_name(type(error))
-    text = text_of(error, lambda e: "".join(traceback.format_exception(type(e), e, first)))
+    text = text_of(error, lambda e: "".join(traceback.format_exception(type(e), e, e.__traceback__)))
     return error_frame("exception", name, text_of(error), text, line, limit_hint(error))
+
+
+def without_bootstrap_frames(tb):
+    """The traceback with none of the bootstrap's frames: the program reached a binding, a
+    ToolCall, a refusal through them, and none of that is anything it can change."""
+    kept = []
+    while tb is not None:
+        if tb.tb_frame.f_globals is not BOOTSTRAP_GLOBALS:
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = type(entry)(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
 
 
 def describe_syntax_error(error, source):
@@ -770,6 +979,8 @@ def find_unserializable(item, check_strings, depth=1, ancestors=None):
     if isinstance(item, float):
         return None if item - item == 0 else ("float", f"is {item!r}, which JSON cannot represent", [])
     type_name = qualified_name(type(item))
+    if type(item) is ToolCall:
+        return type_name, f"is a call, not its result: {item._complaint()}", []
     if not isinstance(item, (dict, list, tuple)):
         return type_name, f"is of type {type_name}, which JSON cannot represent", []
     ancestors = set() if ancestors is None else ancestors
@@ -832,19 +1043,24 @@ def execute(source, filename, bindings=(), excluded=()):
         return describe_syntax_error(error, source)
     except BaseException as error:  # RecursionError or MemoryError on a pathological source
         return describe_exception(error, filename, source)
+    FLUSHER["stop"] = start_flusher()
     try:
         run_program(code, namespace, source)
     except SystemExit as exit_request:
         exit_code = exit_request.code  # as for a script, only None or integer 0 is a clean exit
         if not (exit_code is None or isinstance(exit_code, int) and exit_code == 0):
+            observe(lambda: report_unawaited(namespace), None)
             return describe_exception(exit_request, filename, source)
     except BaseException as error:
         # A program that ran out of memory still holds it all: let its data and our reserve go,
         # or importing traceback to describe the MemoryError fails the same way.
+        if not isinstance(error, MemoryError):
+            observe(lambda: report_unawaited(namespace), None)
         namespace.clear()
         MEMORY_RESERVE.clear()
         return describe_exception(error, filename, source)
     result = namespace.pop(RESULT_NAME, ())
+    observe(lambda: report_unawaited(namespace), None)
     return value_frame(result[0] if type(result) is tuple and len(result) == 1 else None)
 
 
@@ -875,7 +1091,10 @@ def nothing_left_to_finalize():
     which skips the ~1 ms of tearing down the interpreter's own modules."""
     import _thread
     import atexit
-    return _thread._count() == 0 and atexit._ncallbacks() == 0
+    # The flusher's thread counts once it began (and it never ends before stop_flusher): read the
+    # count first, so a thread that begins in between can only make the answer "no".
+    threads = _thread._count()
+    return threads == (1 if FLUSHER["running"] else 0) and atexit._ncallbacks() == 0
 
 
 def main():
@@ -907,6 +1126,7 @@ def main():
             release_program()
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             observe(lambda: stream.flush(), None)  # before done: the host may stop reading pipes after it
+        stop_flusher()
         channel.send(done)
         if quick_exit:
             posix._exit(0)

@@ -707,6 +707,182 @@ def test_large_program_runs():
     assert value_of(program) == 99999
 
 
+def test_quick_exit_is_still_taken_while_the_flusher_runs():
+    # The flusher thread is the bootstrap's own: it does not make shutdown necessary. A quick exit
+    # leaves an object held by builtins unfinalized; a full shutdown would print from its __del__.
+    program = ("import builtins, os\nclass Late:\n    def __del__(self):\n        os.write(1, b'shutdown ran')\n"
+               "builtins.late = Late()\nprint('printed')\nreturn 1")
+    done, _, stdout, stderr, code, _ = run(program)
+    assert (done["value"], stdout, code) == (1, "printed\n", 0), (done, stdout, stderr)
+
+
+# ---- bindings: calls of the agent's tools, and a forgotten await ------------------------------
+
+def run_with_tools(program, tools=("lookup_order", "fails"), **child_options):
+    """hello → run with these bindings → each call answered (`fails` with tool_failed, any other
+    with {"tool", "arguments", "total": 42}) → done. Returns (done, stdout, stderr, calls)."""
+    child = Child(**child_options)
+    child.read_frame()
+    child.send({"type": "run", "program": program,
+                "bindings": [{"name": name, "description": "", "deferred": False} for name in tools]})
+    calls = []
+    while (frame := child.read_frame()) is not None and frame["type"] == "call":
+        calls.append(frame)
+        if frame["tool"] == "fails":
+            child.send({"type": "result", "id": frame["id"], "ok": False,
+                        "error": {"kind": "tool_failed", "tool": "fails", "message": "it broke"}})
+        else:
+            child.send({"type": "result", "id": frame["id"], "ok": True,
+                        "value": {"tool": frame["tool"], "arguments": frame["arguments"], "total": 42}})
+    code, stdout, stderr = child.finish()
+    assert frame is not None and code == 0, (code, stderr)
+    return frame, stdout.decode(), stderr.decode(), calls
+
+
+def only_program_frames(traceback_text, filename="<program>"):
+    files = [line.split('"')[1] for line in traceback_text.splitlines() if line.startswith('  File "')]
+    return bool(files) and all(name == filename for name in files)
+
+
+AWAIT_LOOKUP = "lookup_order(...) must be awaited: write `await lookup_order(...)`"
+
+
+def test_a_binding_call_used_without_await_says_what_to_write():
+    uses = [("r['total']", "TypeError"), ("r.get('total')", "AttributeError"), ("for x in r:\n    pass", "TypeError"),
+            ("print(r)", "TypeError"), ("if r:\n    pass", "TypeError"), ("len(r)", "TypeError"),
+            ("r == {}", "TypeError"), ("f'{r}'", "TypeError"), ("r + 1", "TypeError"), ("'total' in r", "TypeError"),
+            ("with r:\n    pass", "TypeError"), ("int(r)", "TypeError")]
+    for use, error_type in uses:
+        for header in ("", "import asyncio\n"):  # driven by hand, and under asyncio.run
+            program = f"{header}x = 1\nr = lookup_order(sku='A')\n{use}\nreturn 'not reached'"
+            done, _, stderr, calls = run_with_tools(program)
+            error = done.get("error", {})
+            assert error.get("type") == error_type and error["message"].startswith(AWAIT_LOOKUP), (use, done)
+            assert error["line"] == 3 + bool(header), (use, error)
+            assert only_program_frames(error["traceback"]), (use, error["traceback"])
+            # One message, not a second RuntimeWarning about the same call; and the tool never ran.
+            assert "Warning" not in stderr and calls == [], (use, stderr, calls)
+    done, _, _, _ = run_with_tools("call_tool('lookup_order', {'sku': 'A'})['total']")
+    assert done["error"]["message"].startswith("call_tool(...) must be awaited: write `await call_tool(...)`"), done
+    done, _, _, _ = run_with_tools("t = lookup_order(sku='A')\nv = await t\nreturn t['total']")
+    assert "is the call, not its result: write `result = await lookup_order(...)`" in done["error"]["message"], done
+
+
+def test_a_binding_call_dropped_without_await_is_reported_at_its_line():
+    cases = [("lookup_order(sku='A')\nreturn 1", 1),  # dropped at once
+             ("def f():\n    lookup_order(sku='A')\nf()\nreturn 1", 2),  # dropped as f returns
+             ("x = 0\nunused = lookup_order(sku='A')\nreturn 1", 2),  # left in a global at the end
+             ("for i in range(3):\n    lookup_order(sku=i)\nreturn 1", 2),  # once per line, not per call
+             ("import asyncio\nlookup_order(sku='A')\nreturn 1", 2)]
+    for program, line in cases:
+        done, _, stderr, calls = run_with_tools(program)
+        assert done == {"type": "done", "ok": True, "value": 1}, (program, done)
+        expected = (f"<program>:{line}: RuntimeWarning: lookup_order(...) was never awaited: "
+                    "write `await lookup_order(...)`; without await the tool is not called\n")
+        assert stderr == expected, (program, stderr)
+        assert calls == [], (program, calls)
+    # The program's own coroutine, left unawaited: Python's warning, at the program's line.
+    done, _, stderr, _ = run_with_tools("async def total():\n    return 1\nr = total()\nreturn 1")
+    assert done["value"] == 1 and stderr == ("<program>:1: RuntimeWarning: coroutine 'total' was never awaited: "
+                                             "write `await total(...)`\n"), stderr
+    done, _, stderr, _ = run_with_tools("async def total():\n    return 1\nr = total()\nr['x']")
+    assert done["error"]["type"] == "TypeError" and "'coroutine' object is not subscriptable" in done["error"]["message"]
+    assert "<program>:1: RuntimeWarning: coroutine 'total' was never awaited" in stderr and "<string>" not in stderr
+
+
+def test_returning_a_binding_call_without_await_says_what_to_write():
+    for program, path in (("return lookup_order(sku='A')", "value"), ("[lookup_order(sku=s) for s in 'AB']", "value[0]")):
+        done, _, stderr, calls = run_with_tools(program)
+        error = done["error"]
+        assert error["kind"] == "value_not_serializable" and error["message"].startswith(f"{path} is a call, not its result: "
+                                                                                           f"{AWAIT_LOOKUP}"), error
+        assert calls == [] and "Warning" not in stderr, (stderr, calls)
+
+
+def test_awaited_binding_calls_work_alone_gathered_and_as_tasks():
+    cases = [("r = await lookup_order(sku='A')\nreturn r['total'], r['arguments']", [42, {"sku": "A"}]),
+             ("return (await call_tool('lookup_order', {'sku': 'B'}))['arguments']", {"sku": "B"}),
+             ("import asyncio\nrs = await asyncio.gather(lookup_order(sku='A'), call_tool('lookup_order', {'sku': 'B'}))\n"
+              "return [r['arguments']['sku'] for r in rs]", ["A", "B"]),
+             ("import asyncio\ntask = asyncio.create_task(lookup_order(sku='T'))\nreturn (await task)['arguments']",
+              {"sku": "T"}),
+             ("import asyncio\nasync with asyncio.TaskGroup() as group:\n    t = group.create_task(lookup_order(sku='G'))\n"
+              "return t.result()['arguments']", {"sku": "G"}),
+             ("import asyncio\nreturn (await asyncio.wait_for(lookup_order(sku='W'), 5))['arguments']", {"sku": "W"}),
+             ("import asyncio\nasync def main():\n    return await lookup_order(sku='R')\n"
+              "return asyncio.run(main())['arguments']", {"sku": "R"}),
+             ("return (await list_tools())['tool'], (await get_tool_info('x'))['tool']", ["list_tools", "get_tool_info"]),
+             ("return repr(lookup_order(sku='A')).startswith('<ToolCall lookup_order(...), not awaited')", True)]
+    for program, expected in cases:
+        done, _, stderr, calls = run_with_tools(program, tools=("lookup_order",))
+        assert done == {"type": "done", "ok": True, "value": expected}, (program, done, stderr)
+        assert "coroutine" not in stderr, (program, stderr)
+
+
+def test_a_tool_error_traceback_shows_only_the_program():
+    for header in ("", "import asyncio\n"):
+        done, _, stderr, _ = run_with_tools(f"{header}x = 1\nawait fails(n=1)")
+        error = done["error"]
+        assert (error["type"], error["line"]) == ("ToolError", 2 + bool(header)), error
+        assert only_program_frames(error["traceback"]), error["traceback"]
+        assert error["traceback"].endswith("ToolError: tool_failed: fails: it broke\n"), error["traceback"]
+
+
+# ---- output reaches the host while the program runs --------------------------------------------
+
+def output_before_kill(program, seconds=1.0):
+    """Runs a program that never ends; returns what its stdout and stderr pipes held after
+    `seconds`, then kills it: what a host ending it at its wall clock would have."""
+    child = Child()
+    child.read_frame()
+    child.send({"type": "run", "program": program})
+    held = {child.process.stdout.fileno(): b"", child.process.stderr.fileno(): b""}
+    for fd in held:
+        os.set_blocking(fd, False)
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select(list(held), [], [], left)
+        for fd in ready:
+            held[fd] += os.read(fd, 1 << 16)
+    child.process.kill()
+    stdout_fd, stderr_fd = child.process.stdout.fileno(), child.process.stderr.fileno()
+    child.finish()
+    return held[stdout_fd].decode(), held[stderr_fd].decode()
+
+
+def test_output_printed_before_a_kill_reaches_the_pipes():
+    programs = ["import time\nprint('early line')\nimport sys\nsys.stderr.write('no newline')\ntime.sleep(30)",
+                "print('early line')\nimport sys\nsys.stderr.write('no newline')\nwhile True:\n    pass",  # holds the GIL
+                "import sys, io\nsys.stdout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')\n"
+                "print('early line')\nsys.stderr.write('no newline')\nimport time\ntime.sleep(30)",
+                "import signal, time\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):\n"
+                "    signal.signal(s, signal.SIG_IGN)\nprint('early line')\nimport sys\nsys.stderr.write('no newline')\n"
+                "import os\nos.read(os.open('/dev/zero', os.O_RDONLY), 0)\ntime.sleep(30)"]
+    for program in programs:
+        stdout, stderr = output_before_kill(program, 1.0)
+        assert (stdout, stderr) == ("early line\n", "no newline"), (program, stdout, stderr)
+
+
+def test_the_flusher_never_takes_a_signal_meant_for_the_program():
+    # SIGUSR1 blocked by the program stays pending: the flusher thread blocks every signal, so the
+    # kernel cannot hand it the process-directed signal (whose default action would end the process).
+    program = ("import os, signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+               "os.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.2)\nreturn signal.SIGUSR1 in signal.sigpending()")
+    done, _, _, stderr, code, _ = run(program)
+    assert (done, code) == ({"type": "done", "ok": True, "value": True}, 0), (done, code, stderr)
+
+
+def test_forks_while_the_flusher_runs_keep_every_line():
+    # A fork waits for a flush in progress: the child never inherits a stream's lock held by the
+    # flusher thread, which it does not have (a child that did would hang at its own flush).
+    program = ("import os, sys\nfor i in range(100):\n    print('parent', i, flush=True)\n    pid = os.fork()\n    if pid == 0:\n"
+               "        print('child', i)\n        sys.stdout.flush()\n        os._exit(0)\n    os.waitpid(pid, 0)\nreturn 1")
+    done, _, stdout, stderr, code, _ = run(program)
+    assert (done["value"], code) == (1, 0), (done, stderr)
+    lines = stdout.splitlines()
+    assert sorted(lines) == sorted([f"parent {i}" for i in range(100)] + [f"child {i}" for i in range(100)]), stdout[:500]
+
+
 # ---- the loader: how the launcher starts the bootstrap ------------------------------------------
 
 def magic_of_python():
