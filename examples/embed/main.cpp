@@ -137,7 +137,8 @@ int main() {
     std::fprintf(stderr, "embed: %s\n", looped.error().message().c_str());
     return 2;
   }
-  std::printf("the model reads: %s\n", psych::run_code_payload(looped.value()).c_str());
+  // What the model reads back: compact, and graded against what the spec asked.
+  std::printf("the model reads: %s\n", psych::run_code_payload(looped.value(), *spec.code).c_str());
   // [/embed:attempt]
   const auto* loop = ran(looped.value());
   expect(loop && loop->ok() && loop->value && loop->value->text == R"({"sum":66.75,"missing":"tool_failed"})",
