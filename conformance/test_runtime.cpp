@@ -147,7 +147,7 @@ TEST_CASE("runtime: the four-way narrowing, end to end through run_code, as the 
     // backend ceiling: 10 s of CPU; tenant policy: 8; profile hard limit: 5.
     auto rt = runtime::create({.profiles = {{.name = "default",
                                              .backend = shared_backend(backend),
-                                             .hard_limits = sandbox_limits{.cpu_seconds = 5.0}}},
+                                             .hard_limits = {.cpu_seconds = 5.0}}},
                                .policy = [](std::string_view, const code_execution_grant& offered) {
                                  auto narrowed = offered;
                                  narrowed.limits.cpu_seconds = 8.0;
