@@ -110,8 +110,7 @@ child_report run_in_child(const flood& f) {
     };
     psych::local_sandbox_options options;
     // The ceiling's default wall clock is 30 s; run() narrows terms to the ceiling, so raise it here.
-    options.default_limits = psych::sandbox_limits{};
-    options.default_limits->wall_seconds = 120.0;
+    options.limit_ceiling.wall_seconds = 120.0;
     auto made = psych::local_sandbox(options);
     if (!made) {
       say(made.error().message());

@@ -97,21 +97,25 @@ TEST_CASE("psych run: exit statuses and readable output") {
     const auto missing = shell(psych_cli + " run --config /nonexistent/psych.json " + p.path());
     CHECK(missing.status == 2);
     CHECK(missing.output.find("unreadable_file") != std::string::npos);
-    program_file malformed("{\"default_limits\": {\"wall_seconds\": \"soon\"}}");
+    program_file malformed("{\"limit_ceiling\": {\"wall_seconds\": \"soon\"}}");
     const auto wrong = shell(psych_cli + " run --config " + malformed.path() + " " + p.path());
     CHECK(wrong.status == 2);
     CHECK(wrong.output.find("frame_wrong_kind") != std::string::npos);
-    CHECK(wrong.output.find("default_limits.wall_seconds") != std::string::npos);
-    program_file negative("{\"default_limits\": {\"cpu_seconds\": -1}}");
+    CHECK(wrong.output.find("limit_ceiling.wall_seconds") != std::string::npos);
+    program_file negative("{\"limit_ceiling\": {\"cpu_seconds\": -1}}");
     const auto bad = shell(psych_cli + " run --config " + negative.path() + " " + p.path());
     CHECK(bad.status == 2);
     CHECK(bad.output.find("invalid_limit") != std::string::npos);
+    program_file unknown("{\"default_limits\": {\"wall_seconds\": 5}}");
+    const auto old_name = shell(psych_cli + " run --config " + unknown.path() + " " + p.path());
+    CHECK(old_name.status == 2);
+    CHECK(old_name.output.find("frame_unknown_member") != std::string::npos);
     program_file duplicate("{\"temp_root\": \"/tmp\", \"temp_root\": \"/var/tmp\"}");
     CHECK(shell(psych_cli + " run --config " + duplicate.path() + " " + p.path()).output.find("json_duplicate_key") !=
           std::string::npos);
   }
   SUBCASE("a config file narrows the deployment's limits") {
-    program_file config("{\"default_limits\": {\"wall_seconds\": 0.5}}");
+    program_file config("{\"limit_ceiling\": {\"wall_seconds\": 0.5}}");
     program_file p("import time\ntime.sleep(10)\n");
     const auto r = shell(psych_cli + " run --config " + config.path() + " " + p.path());
     CHECK(r.status == 1);

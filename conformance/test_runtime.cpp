@@ -147,7 +147,7 @@ TEST_CASE("runtime: the four-way narrowing, end to end through run_code, as the 
     // backend ceiling: 10 s of CPU; tenant policy: 8; profile hard limit: 5.
     auto rt = runtime::create({.profiles = {{.name = "default",
                                              .backend = shared_backend(backend),
-                                             .hard_limits = sandbox_limits{.cpu_seconds = 5.0}}},
+                                             .hard_limits = {.cpu_seconds = 5.0}}},
                                .policy = [](std::string_view, const code_execution_grant& offered) {
                                  auto narrowed = offered;
                                  narrowed.limits.cpu_seconds = 8.0;
@@ -167,6 +167,36 @@ TEST_CASE("runtime: the four-way narrowing, end to end through run_code, as the 
     CHECK(cpu_limit_seen({.cpu_seconds = 60.0}) == "5");  // the profile's cap wins over a wider ask
     CHECK(cpu_limit_seen({.cpu_seconds = 3.0}) == "3");   // an ask below every cap is what it gets
     CHECK(cpu_limit_seen({}) == "5");                     // no ask: whatever the profile allows
+  });
+}
+
+TEST_CASE("runtime: a profile that caps only the wall clock leaves CPU and memory to the spec, up to the ceiling") {
+  conformance::for_each_backend([](sandbox&, const auto& backend) {
+    // A ceiling above sandbox_limits' defaults (10 s of CPU, 512 MiB), so a cap that fell back to
+    // those defaults would show in what the child reads back.
+    auto raised = backend;
+    raised.options.limit_ceiling = {.cpu_seconds = 40.0, .address_space_bytes = std::uint64_t{1} << 30};
+    auto rt = runtime::create({.profiles = {{.name = "default",
+                                             .backend = shared_backend(raised),
+                                             .hard_limits = {.wall_seconds = 20.0}}}})
+                  .value();
+    scratch_log log;
+    const auto limits_seen = [&](code_execution_limits asked) {
+      auto attempt = rt.start_attempt(rt.publish(analyst(code_execution{.limits = asked})).value(), *log.log, "t")
+                         .value();
+      const auto ran = attempt.run_code(
+                                  "import resource\n"
+                                  "return '%d %d' % (resource.getrlimit(resource.RLIMIT_CPU)[0], "
+                                  "resource.getrlimit(resource.RLIMIT_AS)[0])")
+                           .value();
+      REQUIRE(std::holds_alternative<sandbox_result>(ran));
+      const auto& r = std::get<sandbox_result>(ran);
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+      return r.value->text;
+    };
+    CHECK(limits_seen({.cpu_seconds = 25.0, .memory_bytes = std::uint64_t{768} << 20}) == R"("25 805306368")");
+    CHECK(limits_seen({}) == R"("40 1073741824")");  // no ask: the ceiling, the wall-clock cap aside
+    CHECK(limits_seen({.cpu_seconds = 400.0}) == R"("40 1073741824")");  // never above the ceiling
   });
 }
 

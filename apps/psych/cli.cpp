@@ -134,7 +134,7 @@ void add_deployment_options(CLI::App& app, bool& allow_same_uid, std::string& co
   app.add_flag("--allow-same-uid", allow_same_uid,
                "when not root: let the child run as your own uid (identity: unavailable)");
   app.add_option("--config", config_path,
-                 "deployment settings as JSON: python_bin, default_limits, env_allowlist, allow_same_uid, "
+                 "deployment settings as JSON: python_bin, limit_ceiling, env_allowlist, allow_same_uid, "
                  "launcher_path, run_as_uid, run_as_gid, temp_root, backend")
       ->type_name("FILE");
 }

@@ -18,18 +18,18 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   text << in.rdbuf();
   if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("config {}: read error", path));
 
-  auto parsed = protocol::decode_json<sandbox_config>(text.str(), {.max_bytes = 1u << 20, .max_depth = 8});
+  // A member the file names and psych does not know is an error: a misspelt limit, or one from an older
+  // release, must not leave its dimension silently at the built-in ceiling.
+  auto parsed = protocol::decode_json_strict<sandbox_config>(text.str(), {.max_bytes = 1u << 20, .max_depth = 8});
   if (!parsed) {
     auto e = parsed.error();
     e.detail = fmt::format("config {}: {}", path, e.detail);
     return e;
   }
   const auto& config = parsed.value();
-  if (config.default_limits) {
-    if (auto valid = validate_limits(*config.default_limits); !valid)
-      return failure(error_kind::invalid_limit, fmt::format("config {}: default_limits.{}", path, valid.error().detail));
-    base.default_limits = config.default_limits;
-  }
+  if (auto valid = validate_limits(config.limit_ceiling); !valid)
+    return failure(error_kind::invalid_limit, fmt::format("config {}: limit_ceiling.{}", path, valid.error().detail));
+  base.limit_ceiling = overlay(base.limit_ceiling, config.limit_ceiling);
   if (config.python_bin) base.python_bin = config.python_bin;
   if (!config.env_allowlist.empty()) base.env_allowlist = config.env_allowlist;
   if (config.allow_same_uid) base.allow_same_uid = *config.allow_same_uid;

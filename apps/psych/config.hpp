@@ -1,7 +1,8 @@
 #pragma once
 // A deployment's sandbox settings as a JSON file (`psych run --config FILE`),
 // so an operator can fix the interpreter, the limits, the allowlist and the
-// run_as identities without recompiling. Every member is optional.
+// run_as identities without recompiling. Every member is optional; a member
+// psych does not know, at any depth, is an error (docs/cli.md).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +23,9 @@ struct uid_range_config {
 
 struct sandbox_config {
   std::optional<std::string> python_bin;
-  std::optional<sandbox_limits> default_limits;  ///< absent fields keep the spec's defaults
+  /// local_sandbox_options::limit_ceiling: each member optional, an absent one unset (the
+  /// backend's built-in ceiling).
+  limit_caps limit_ceiling;
   std::vector<std::string> env_allowlist;
   std::optional<bool> allow_same_uid;
   std::optional<std::string> launcher_path;
@@ -34,11 +37,12 @@ struct sandbox_config {
 };
 
 /// Reads and validates a config file; errors are unreadable_file, the
-/// codec's json_* / frame_* kinds (naming the member), or invalid_limit.
+/// codec's json_* / frame_* kinds (naming the member; frame_unknown_member for
+/// one psych does not know), or invalid_limit.
 result<local_sandbox_options> load_config(const std::string& path, local_sandbox_options base);
 
 }  // namespace psych::cli
 
 BOOST_HANA_ADAPT_STRUCT(psych::cli::uid_range_config, first, count, lock_dir);
-BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, default_limits, env_allowlist, allow_same_uid,
+BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, limit_ceiling, env_allowlist, allow_same_uid,
                         launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend);

@@ -48,7 +48,9 @@ struct code_execution_request {
 
 /// The deployment's word on one profile.
 struct profile_caps {
-  std::optional<sandbox_limits> hard_limits;
+  /// The caps the deployment sets on this profile, per dimension. An unset one caps nothing:
+  /// that dimension is what the backend, the policy and the spec leave.
+  limit_caps hard_limits;
   bool allow_network = false;
 };
 
@@ -90,7 +92,7 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
   terms.limits = backend.limit_ceiling;
   narrow(terms.limits, grant.limits);
   narrow(terms.limits, asked.limits);
-  if (profile.hard_limits) narrow(terms.limits, *profile.hard_limits);
+  narrow(terms.limits, profile.hard_limits);
   if (asked.output) terms.output = *asked.output;
   if (asked.artifacts) terms.artifacts = *asked.artifacts;
   return terms;

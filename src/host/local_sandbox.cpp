@@ -194,7 +194,7 @@ class linux_launcher_sandbox final : public sandbox {
     return level_ == isolation_level::isolated ? namespace_backend : process_backend;
   }
 
-  sandbox_limits ceiling() const { return options_.default_limits.value_or(sandbox_limits{}); }
+  sandbox_limits ceiling() const { return overlay(local_builtin_ceiling, options_.limit_ceiling); }
 
   execution_terms probe_terms() const {
     execution_terms terms;
@@ -351,9 +351,7 @@ std::vector<backend_info> detect_local_backends(const local_sandbox_options& opt
 }
 
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
-  if (options.default_limits) {
-    PSYCH_TRY(validate_limits(*options.default_limits));
-  }
+  PSYCH_TRY(validate_limits(options.limit_ceiling));
   auto candidates = local_candidates(options);
   // The strongest first: a caller asking for process gets isolated when it is there.
   std::stable_sort(candidates.begin(), candidates.end(),

@@ -23,7 +23,7 @@ refusal expect_refusal(const terms_decision& d) {
 }  // namespace
 
 TEST_CASE("the spec's examples") {
-  const profile_caps capped{.hard_limits = sandbox_limits{.wall_seconds = 10.0}};
+  const profile_caps capped{.hard_limits = {.wall_seconds = 10.0}};
   SUBCASE("a deployment cap of 10 wall seconds and an agent asking for 60 gives 10") {
     auto t = expect_terms(intersect_terms(ready_backend(), {}, {.limits = {.wall_seconds = 60.0}}, capped));
     CHECK(t.limits.wall_seconds.value == 10.0);
@@ -45,13 +45,66 @@ TEST_CASE("the four terms narrow in order and none can widen") {
   const backend_offer backend{.ready = true, .limit_ceiling = {.cpu_seconds = 8.0, .wall_seconds = 20.0}};
   const code_execution_grant policy{.limits = {.cpu_seconds = 6.0, .process_count = 16}};
   const code_execution_request spec{.limits = {.cpu_seconds = 100.0, .memory_bytes = std::uint64_t{1} << 20}};
-  const profile_caps profile{.hard_limits = sandbox_limits{.cpu_seconds = 4.0, .process_count = 32}};
+  const profile_caps profile{.hard_limits = {.cpu_seconds = 4.0, .process_count = 32}};
   auto t = expect_terms(intersect_terms(backend, policy, spec, profile));
   CHECK(t.limits.cpu_seconds.value == 4.0);                           // the profile's cap, lowest
   CHECK(t.limits.address_space_bytes.value == std::uint64_t{1} << 20);  // the spec's request
   CHECK(t.limits.process_count.value == 16);                          // the policy's grant
   CHECK(t.limits.wall_seconds.value == 20.0);                         // the backend's ceiling
   CHECK(t.network == network_access::none);
+}
+
+namespace {
+
+/// A backend whose ceiling is above sandbox_limits' defaults in every dimension, so a cap that
+/// silently fell back to those defaults would show.
+backend_offer generous_backend() {
+  return {.ready = true,
+          .limit_ceiling = {.cpu_seconds = 100.0,
+                            .address_space_bytes = std::uint64_t{8} << 30,
+                            .file_size_bytes = std::uint64_t{1} << 30,
+                            .process_count = 1000,
+                            .wall_seconds = 600.0}};
+}
+
+}  // namespace
+
+TEST_CASE("a profile's hard limits cap only the dimensions they set") {
+  const auto backend = generous_backend();
+  const code_execution_grant everything{.limits = backend.limit_ceiling};
+  SUBCASE("a profile that sets only the wall clock leaves the rest to the spec, up to the backend's ceiling") {
+    const profile_caps wall_only{.hard_limits = {.wall_seconds = 120.0}};
+    auto asked = expect_terms(intersect_terms(
+        backend, everything,
+        {.limits = {.cpu_seconds = 50.0, .memory_bytes = std::uint64_t{2} << 30, .wall_seconds = 300.0}}, wall_only));
+    CHECK(asked.limits.cpu_seconds.value == 50.0);
+    CHECK(asked.limits.address_space_bytes.value == std::uint64_t{2} << 30);
+    CHECK(asked.limits.wall_seconds.value == 120.0);
+    auto silent = expect_terms(intersect_terms(backend, everything, {}, wall_only));
+    CHECK(silent.limits.cpu_seconds.value == 100.0);
+    CHECK(silent.limits.address_space_bytes.value == std::uint64_t{8} << 30);
+    CHECK(silent.limits.file_size_bytes.value == std::uint64_t{1} << 30);
+    CHECK(silent.limits.process_count.value == 1000);
+    CHECK(silent.limits.wall_seconds.value == 120.0);
+    auto beyond = expect_terms(intersect_terms(backend, everything, {.limits = {.cpu_seconds = 1000.0}}, wall_only));
+    CHECK(beyond.limits.cpu_seconds.value == 100.0);  // the backend's ceiling still holds
+  }
+  SUBCASE("no hard limits at all: the terms are the backend's, the policy's and the spec's") {
+    auto t = expect_terms(intersect_terms(backend, everything, {}, {}));
+    CHECK(t.limits == backend.limit_ceiling);
+  }
+  SUBCASE("each set cap narrows its own dimension, and only a smaller one") {
+    const auto capped_in = [&](const limit_caps& caps) {
+      return expect_terms(intersect_terms(backend, everything, {}, {.hard_limits = caps})).limits;
+    };
+    CHECK(capped_in({.cpu_seconds = 7.0}) == overlay(backend.limit_ceiling, limit_caps{.cpu_seconds = 7.0}));
+    CHECK(capped_in({.address_space_bytes = std::uint64_t{1} << 20}).address_space_bytes.value ==
+          std::uint64_t{1} << 20);
+    CHECK(capped_in({.file_size_bytes = 4096}).file_size_bytes.value == 4096);
+    CHECK(capped_in({.process_count = 3}).process_count.value == 3);
+    CHECK(capped_in({.wall_seconds = 2.0}).wall_seconds.value == 2.0);
+    CHECK(capped_in({.cpu_seconds = 1e6, .wall_seconds = 1e6}) == backend.limit_ceiling);  // a cap never widens
+  }
 }
 
 TEST_CASE("refusals are data, each naming its reason") {

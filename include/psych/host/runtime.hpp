@@ -24,7 +24,7 @@ namespace psych {
 struct sandbox_profile {
   std::string name;
   std::shared_ptr<sandbox> backend;
-  std::optional<sandbox_limits> hard_limits;
+  limit_caps hard_limits;  ///< per dimension; an unset one leaves the backend's ceiling (terms.hpp)
   bool allow_network = false;
   binding_budget budget;  ///< the BindingBudget for programs run under this profile
 };

@@ -116,13 +116,23 @@ struct uid_range {
   std::string lock_dir = "/run/psych/uids";
 };
 
+/// What a local backend allows in each dimension the deployment leaves unset in
+/// local_sandbox_options::limit_ceiling: the spec's SandboxLimits values (10 s of CPU, 512 MiB of
+/// address space, 10 MiB files, 64 processes, 30 s of wall clock).
+inline constexpr sandbox_limits local_builtin_ceiling{};
+
 struct local_sandbox_options {
   /// The minimum level the sandbox must reach; nothing weaker is handed back.
   isolation_level isolation = isolation_level::process;
   /// The interpreter; default: the first real python3 on PATH (shims skipped).
   std::optional<std::string> python_bin;
-  /// The backend's ceiling, and what applies when nothing narrower is asked.
-  std::optional<sandbox_limits> default_limits;
+  /// The backend's ceiling: the most any execution on it may have, whatever a policy, a spec or
+  /// a profile says (offer() and describe() report it as limit_ceiling). A set dimension takes
+  /// the place of local_builtin_ceiling's, up or down; an unset one keeps it. There is no
+  /// separate default below the ceiling: a spec that asks nothing in a dimension gets "whatever
+  /// the profile allows", which is this ceiling narrowed by the tenant's policy and the profile's
+  /// hard_limits. A smaller everyday limit is a profile's hard limit (docs/runtime.md).
+  limit_caps limit_ceiling;
   /// Host variables the child may see, by name. Nothing else is inherited.
   std::vector<std::string> env_allowlist;
   /// Accept a child that runs as the worker's own uid (identity: unavailable).
