@@ -232,7 +232,8 @@ TEST_CASE("runtime: verify_sandboxes describes every profile, running no program
 TEST_CASE("runtime: a tenant's policy narrows the profile's BindingBudget for that tenant only") {
   conformance::for_each_backend([](sandbox&, const auto& backend) {
     conformance::recording_invoker invoker;
-    conformance::listed_catalogue catalogue(std::vector<binding>{{"echo", ""}});
+    // The runtime's catalogue has every tool the spec grants (publish checks it), and echo.
+    conformance::listed_catalogue catalogue(std::vector<binding>{{"echo", ""}, {"lookup_order", ""}});
     auto rt = runtime::create({.profiles = {{.name = "default", .backend = shared_backend(backend)}},
                                .policy =
                                    [](std::string_view tenant, const code_execution_grant& offered) {

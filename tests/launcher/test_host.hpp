@@ -23,8 +23,11 @@ namespace psych::testing {
 
 using namespace std::chrono_literals;
 
-/// The uid:gid the tests drop to; no account needs to exist for it.
-inline constexpr std::int64_t test_uid = 1500000;
+/// The uid:gid the tests drop to; no account needs to exist for it. Below the host's default
+/// run_as_range (1500000..1501023): a host test running beside these (the soak, the conformance
+/// suite) leases uids from that range one after another, and one of them must never be a uid
+/// whose processes these tests count or kill.
+inline constexpr std::int64_t test_uid = 1400000;
 
 /// The interpreter: $PSYCH_TEST_PYTHON, else the real file behind /usr/bin/python3 (a pyenv
 /// shim is a shell script that reads the environment the launcher deliberately withholds).
