@@ -477,7 +477,10 @@ TEST_CASE("a CPU spin ends at cpu_seconds") {
   REQUIRE(outcome.exit);
   CHECK(outcome.exit->limit_hit == limit_name::cpu_seconds);
   CHECK(outcome.exit->signal == SIGXCPU);
-  CHECK(outcome.exit->user_seconds + outcome.exit->system_seconds >= 0.9);
+  // It spun for about its budget, not ended early by something else. rusage's user+system is the
+  // tick-sampled split scaled to the runtime, and the interpreter is two threads (the output
+  // flusher): on a loaded 2-core host it was measured at 0.81 s for a SIGXCPU at 1 s.
+  CHECK(outcome.exit->user_seconds + outcome.exit->system_seconds >= 0.75);
   CHECK_FALSE(outcome.exit->cancelled);
   CHECK(outcome.exit->survivors == 0);
 }
