@@ -102,7 +102,9 @@ TEST_CASE("json_rpc_peer: a request never begun by its time limit is withdrawn; 
 TEST_CASE("json_rpc_peer: a line left half written at its time limit breaks the peer, since nothing can follow it") {
   session s;
   const std::string big = "{\"blob\":\"" + std::string(std::size_t{256} << 10, 'x') + "\"}";  // past the pipe's 64 KiB
-  auto half = s.peer.request("big", big, 300ms, {});
+  // Long enough for the write to have begun (it fills the pipe at once) even on a busy host under
+  // ThreadSanitizer; one that had not begun would be a plain timeout, and the peer still usable.
+  auto half = s.peer.request("big", big, 2s, {});
   REQUIRE_FALSE(half);
   CHECK(half.error().kind == mcp_error_kind::protocol_violation);
   CHECK(contains(half.error().detail, "in the middle of a message"));
