@@ -20,6 +20,8 @@
 
 #include "psych/host/sandbox.hpp"
 
+#include "median.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -42,10 +44,7 @@ void spawn_and_wait(const std::vector<std::string>& argv) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::abort();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using psych::bench::median;
 
 /// One thing measured per round.
 struct contender {

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "median.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -31,10 +33,7 @@ double clone_and_reap(unsigned long flags) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using psych::bench::median;
 
 }  // namespace
 

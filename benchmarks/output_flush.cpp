@@ -29,6 +29,8 @@
 
 #include "psych/host/sandbox.hpp"
 
+#include "median.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -38,10 +40,7 @@ constexpr std::uint64_t expected_bytes = 11'888'890;  // "line 0\n" ... "line 99
 constexpr std::string_view switch_on = "FLUSH_INTERVAL_SECONDS = 0.05 ";
 constexpr std::string_view switch_off = "FLUSH_INTERVAL_SECONDS = 0    ";
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using psych::bench::median;
 
 /// Spawns argv with fd 1 a pipe (drained here), fd 0 and 2 /dev/null, and fd 3 a socketpair end
 /// holding `queued`; returns the seconds from spawn to exit, the child's CPU seconds (user + system,
