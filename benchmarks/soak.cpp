@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "host_leftovers.hpp"
 #include "psych/host/blob_store.hpp"
 #include "psych/host/blocking_invoker.hpp"
 #include "psych/host/run_log.hpp"
@@ -105,33 +106,8 @@ std::vector<int> children() {
   return found;
 }
 
-std::vector<int> processes_of(std::int64_t uid) {
-  std::vector<int> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    struct stat st {};
-    if (::stat(entry.path().c_str(), &st) == 0 && static_cast<std::int64_t>(st.st_uid) == uid)
-      found.push_back(std::stoi(name));
-  }
-  return found;
-}
-
-/// A launcher's cgroup is named psych-<its pid>-<n>; one whose launcher is gone was abandoned.
-std::set<std::string> abandoned_cgroups() {
-  std::set<std::string> found;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it.depth() > 4) it.disable_recursion_pending();
-    const auto name = it->path().filename().string();
-    if (!name.starts_with("psych-")) continue;
-    it.disable_recursion_pending();
-    const auto pid = std::atoi(name.c_str() + 6);
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) found.insert(it->path().string());
-  }
-  return found;
-}
+using psych::testing::abandoned_cgroups;
+using psych::testing::processes_of;
 
 std::vector<std::string> entries(const fs::path& dir, bool recursive, std::string_view name_prefix = {}) {
   std::vector<std::string> out;
@@ -224,7 +200,8 @@ class soak {
     budget.max_result_bytes.value = 1024;
 
     const std::size_t mounts_before = line_count("/proc/self/mountinfo");
-    const std::set<std::string> abandoned_before = abandoned_cgroups();
+    const auto abandoned_list = abandoned_cgroups();
+    const std::set<std::string> abandoned_before(abandoned_list.begin(), abandoned_list.end());
     figures_.rss_start_kib = rss_kib();
     const std::vector<std::string> fds_before = fd_targets();
     figures_.fds_start = fds_before.size();

@@ -76,35 +76,6 @@ psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::c
   return sandbox.run({.program = std::move(program), .terms = terms_for(sandbox, limits)}, std::move(stop));
 }
 
-std::vector<std::string> abandoned_cgroups() {
-  // A launcher's cgroup is named psych-<its pid>-<n>; one whose launcher is gone was leaked.
-  // (A live launcher's, say of a test running beside this one, is still in use.)
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator("/sys/fs/cgroup", ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() > 4) it.disable_recursion_pending();
-    const auto name = it->path().filename().string();
-    if (!name.starts_with("psych-")) continue;
-    it.disable_recursion_pending();
-    const auto pid = std::atoi(name.c_str() + 6);
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) found.push_back(it->path().string());
-  }
-  return found;
-}
-
-std::vector<int> processes_of(std::int64_t uid) {
-  std::vector<int> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    struct stat st {};
-    if (::stat(entry.path().c_str(), &st) == 0 && static_cast<std::int64_t>(st.st_uid) == uid)
-      found.push_back(std::stoi(name));
-  }
-  return found;
-}
-
 std::vector<std::string> leftovers_in_temp_root() {
   std::vector<std::string> found;
   for (const auto& entry : std::filesystem::directory_iterator(temp_root()))

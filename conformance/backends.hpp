@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "host_leftovers.hpp"
 #include "psych/host/sandbox.hpp"
 #include "skip.hpp"
 
@@ -43,11 +44,11 @@ psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::c
 /// The uid the suite's children run as, distinct from other tests'.
 inline constexpr std::int64_t suite_uid = 1'500'100;
 
-/// Processes of the suite's uid still alive, and entries left in its temp root.
-std::vector<int> processes_of(std::int64_t uid);
+/// Processes of a uid still alive, and cgroups whose launcher is gone (host_leftovers.hpp).
+using psych::testing::abandoned_cgroups;
+using psych::testing::processes_of;
+/// Entries left in the suite's temp root.
 std::vector<std::string> leftovers_in_temp_root();
-/// cgroups named for a launcher that no longer exists: leaked.
-std::vector<std::string> abandoned_cgroups();
 const std::string& temp_root();
 
 /// As for_each_backend, but every backend runs its child as `uid` (never the worker's own),
