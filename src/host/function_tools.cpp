@@ -2,7 +2,6 @@
 #include "psych/host/function_tools.hpp"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "psych/host/blocking_invoker.hpp"
@@ -12,8 +11,10 @@ namespace {
 
 bool is_json_value(std::string_view text) { return protocol::decode_json<json_text>(text).has_value(); }
 
+/// One JSON value whose first byte is `{`: validated without copying the object's members out.
 bool is_json_object(std::string_view text) {
-  return protocol::decode_json<std::map<std::string, json_text>>(text).has_value();
+  const auto start = text.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && text[start] == '{' && is_json_value(text);
 }
 
 }  // namespace
