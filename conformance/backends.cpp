@@ -1,5 +1,7 @@
 #include "backends.hpp"
 
+#include "run_command.hpp"
+
 #include <dirent.h>
 #include <signal.h>
 #include <sys/ipc.h>
@@ -40,21 +42,66 @@ const std::vector<backend_under_test>& backends() {
     psych::local_sandbox_options isolated = process;
     isolated.isolation = psych::isolation_level::isolated;
     isolated.backend = "linux-namespaces";
-    return std::vector<backend_under_test>{{"linux-process", process}, {"linux-isolated", isolated}};
+    psych::container_sandbox_options container;
+    if (const char* image = std::getenv("PSYCH_CONFORMANCE_IMAGE"); image && *image) container.image = image;
+    container.run_as_uid = container.run_as_gid = suite_uid;
+    container.temp_root = temp_root();
+    psych::local_sandbox_options container_view = isolated;
+    container_view.backend = "container";
+    return std::vector<backend_under_test>{{"linux-process", process, std::nullopt},
+                                           {"linux-isolated", isolated, std::nullopt},
+                                           {"container", container_view, container}};
   }();
   return all;
+}
+
+backend_under_test with_uid_range(const backend_under_test& backend, std::int64_t first, std::int64_t count) {
+  auto ranged = backend;
+  const auto draw_from_range = [&](auto& options) {
+    options.run_as_uid.reset();
+    options.run_as_gid.reset();
+    options.run_as_range.first = first;
+    options.run_as_range.count = count;
+  };
+  draw_from_range(ranged.options);
+  ranged.options.allow_same_uid = false;
+  if (ranged.container) draw_from_range(*ranged.container);
+  return ranged;
+}
+
+std::vector<std::string> containers_left() {
+  const auto runtime = psych::detect_container_runtime({});
+  if (runtime.path.empty()) return {};
+  auto listed = psych::host::run_command(
+      {runtime.path, "ps", "--all", "--quiet", "--filter", "label=psych.execution"},
+      {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, std::chrono::seconds(30));
+  std::vector<std::string> ids;
+  if (!listed) return {"(" + runtime.runtime + " ps could not be run: " + listed.error().message() + ")"};
+  std::istringstream lines(listed.value().stdout_text);
+  for (std::string id; std::getline(lines, id);)
+    if (!id.empty()) ids.push_back(id);
+  return ids;
+}
+
+psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend) {
+  if (backend.container) return psych::container_sandbox(*backend.container);
+  return psych::local_sandbox(backend.options);
 }
 
 void for_each_backend(const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
   for (const auto& backend : backends()) {
     SUBCASE(backend.name.c_str()) {
-      auto sandbox = psych::local_sandbox(backend.options);
+      auto sandbox = make_sandbox(backend);
       if (!sandbox) {
         psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
         continue;
       }
       body(*sandbox.value(), backend);
       if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
+      if (backend.container) {
+        const auto containers = containers_left();
+        CHECK_MESSAGE(containers.empty(), "containers left: " << joined(containers));
+      }
       CHECK(leftovers_in_temp_root().empty());
       CHECK(abandoned_cgroups().empty());
     }
@@ -178,18 +225,61 @@ std::string joined(const std::vector<std::string>& lines) {
   return text;
 }
 
+namespace {
+
+template <typename T>
+std::vector<T> not_in(std::vector<T> now, const std::vector<T>& before) {
+  std::erase_if(now, [&](const T& item) { return std::find(before.begin(), before.end(), item) != before.end(); });
+  return now;
+}
+
+}  // namespace
+
+std::vector<int> processes_left_by(const backend_under_test& backend) {
+  return not_in(processes_of(backend.child_uid), backend.processes_before);
+}
+
+std::vector<std::string> host_leftovers_left_by(const backend_under_test& backend) {
+  return not_in(host_leftovers_of(backend.child_uid), backend.host_entries_before);
+}
+
+namespace {
+
+/// Ends the new processes (by pid) and removes the new entries of what the case left.
+void remove_what_was_left(const backend_under_test& backend) {
+  for (const int pid : processes_left_by(backend)) ::kill(pid, SIGKILL);
+  for (const auto& entry : leftovers_in_temp_root()) remove_tree_of_any_depth(entry);
+  if (backend.host_entries_before.empty() && ::geteuid() == 0) {
+    remove_host_leftovers_of(backend.child_uid);  // the uid is the case's alone
+    return;
+  }
+  for (const auto& entry : host_leftovers_left_by(backend))
+    if (entry.starts_with("/")) remove_tree_of_any_depth(entry);
+}
+
+}  // namespace
+
 void for_each_backend_as(std::int64_t uid,
                          const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
   for (const auto& original : backends()) {
     SUBCASE(original.name.c_str()) {
-      if (::geteuid() != 0) {
-        psych::testing::skip_case("this case needs a root worker, which runs the child as a dedicated uid");
-        continue;
-      }
       backend_under_test backend = original;
-      backend.options.run_as_uid = backend.options.run_as_gid = uid;
-      backend.options.allow_same_uid = false;
-      auto sandbox = psych::local_sandbox(backend.options);
+      if (::geteuid() == 0) {
+        backend.options.run_as_uid = backend.options.run_as_gid = uid;
+        backend.options.allow_same_uid = false;
+        if (backend.container) backend.container->run_as_uid = backend.container->run_as_gid = uid;
+        backend.child_uid = uid;
+      } else if (!isolated(backend)) {
+        psych::testing::skip_case(
+            "an ordinary worker's linux-process child shares the worker's uid with no namespace between them; "
+            "this case needs a uid of its own (a root worker)");
+        continue;
+      } else {
+        backend.child_uid = ::geteuid();
+        backend.processes_before = processes_of(backend.child_uid);
+        backend.host_entries_before = host_leftovers_of(backend.child_uid);
+      }
+      auto sandbox = make_sandbox(backend);
       if (!sandbox) {
         psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
         continue;
@@ -197,21 +287,22 @@ void for_each_backend_as(std::int64_t uid,
       try {
         body(*sandbox.value(), backend);
       } catch (...) {  // a REQUIRE ended the body: still leave nothing for the next case
-        for (const int pid : processes_of(uid)) ::kill(pid, SIGKILL);
-        for (const auto& entry : leftovers_in_temp_root()) remove_tree_of_any_depth(entry);
-        remove_host_leftovers_of(uid);
+        remove_what_was_left(backend);
         throw;
       }
 
-      const auto processes = processes_of(uid);
-      CHECK_MESSAGE(processes.empty(), processes.size() << " process(es) of uid " << uid << " outlived the case");
-      for (const int pid : processes) ::kill(pid, SIGKILL);
+      const auto processes = processes_left_by(backend);
+      CHECK_MESSAGE(processes.empty(),
+                    processes.size() << " process(es) of uid " << backend.child_uid << " outlived the case");
       const auto temp = leftovers_in_temp_root();
       CHECK_MESSAGE(temp.empty(), "left in the temp root:\n" << joined(temp));
-      for (const auto& entry : temp) remove_tree_of_any_depth(entry);
-      const auto host = host_leftovers_of(uid);
-      CHECK_MESSAGE(host.empty(), "uid " << uid << " left on the host:\n" << joined(host));
-      remove_host_leftovers_of(uid);
+      if (backend.container) {
+        const auto containers = containers_left();
+        CHECK_MESSAGE(containers.empty(), "containers left: " << joined(containers));
+      }
+      const auto host = host_leftovers_left_by(backend);
+      CHECK_MESSAGE(host.empty(), "uid " << backend.child_uid << " left on the host:\n" << joined(host));
+      remove_what_was_left(backend);
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host_leftovers.hpp"
+#include "psych/host/container_sandbox.hpp"
 #include "psych/host/sandbox.hpp"
 #include "skip.hpp"
 
@@ -17,7 +18,17 @@ namespace conformance {
 
 struct backend_under_test {
   std::string name;
+  /// A local backend's options; for the container backend only its isolation (isolated), uid and
+  /// temp root, which the cases read, mirror `container`'s.
   psych::local_sandbox_options options;
+  /// Set for the container backend, which is built from these with container_sandbox().
+  std::optional<psych::container_sandbox_options> container;
+  /// Set by for_each_backend_as: the host uid the child runs as, and what that uid already had
+  /// when the case began (for a root worker, nothing; for an ordinary one, its own processes and
+  /// files), so that what the case left is what appeared since.
+  std::int64_t child_uid = -1;
+  std::vector<int> processes_before;
+  std::vector<std::string> host_entries_before;
 };
 
 /// Whether the backend runs the program behind namespaces, where the pids it reports are its
@@ -26,8 +37,19 @@ inline bool isolated(const backend_under_test& backend) {
   return backend.options.isolation == psych::isolation_level::isolated;
 }
 
-/// Every backend the suite knows, available here or not.
+/// Every backend the suite knows, available here or not: linux-process, linux-isolated, and the
+/// container backend (image $PSYCH_CONFORMANCE_IMAGE, default localhost/psych-python:bookworm,
+/// which scripts/build-image makes).
 const std::vector<backend_under_test>& backends();
+
+/// The backend's sandbox: local_sandbox() or container_sandbox().
+psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend);
+
+/// Containers of psych's (label psych.execution) that exist now, by id: none may outlive a case.
+std::vector<std::string> containers_left();
+
+/// The same backend, each execution drawing a uid of its own from first..first+count-1.
+backend_under_test with_uid_range(const backend_under_test& backend, std::int64_t first, std::int64_t count);
 
 /// Runs body once per backend, each as its own SUBCASE; unavailable backends
 /// are reported as skipped with the reason.
@@ -51,14 +73,22 @@ using psych::testing::processes_of;
 std::vector<std::string> leftovers_in_temp_root();
 const std::string& temp_root();
 
-/// As for_each_backend, but every backend runs its child as `uid` (never the worker's own),
-/// for cases that must not share a uid with anything else: kill(-1), System V IPC, files
-/// left in shared directories. Needs a root worker; reported as skipped otherwise. After the
-/// body it checks that the uid left nothing behind — no process, nothing in the temp root,
-/// nothing of host_leftovers_of(uid) — and then removes whatever it found, so that one
-/// breach fails its own case and does not cascade into the next.
+/// As for_each_backend, for cases that must not share a uid with anything else: kill(-1),
+/// System V IPC, files left in shared directories. A root worker runs every backend's child as
+/// `uid`, which nothing else uses. An ordinary worker has no uid to give: at linux-isolated the
+/// child runs as the worker's own uid behind its own user, pid, IPC and mount namespaces, and
+/// what it left is told apart from what the worker had by a snapshot taken before the body;
+/// linux-process, where the child would share the worker's uid with no namespace between them,
+/// is reported as skipped. After the body it checks that the child's uid left nothing behind —
+/// no new process, nothing in the temp root, no new entry of host_leftovers_of — and then
+/// removes what it found, so that one breach fails its own case and does not cascade.
 void for_each_backend_as(std::int64_t uid,
                          const std::function<void(psych::sandbox&, const backend_under_test&)>& body);
+
+/// The child uid's processes, and its host_leftovers_of entries, that were not there when the
+/// case began.
+std::vector<int> processes_left_by(const backend_under_test& backend);
+std::vector<std::string> host_leftovers_left_by(const backend_under_test& backend);
 
 /// What `uid` owns on the host where an unprivileged program can leave something behind
 /// after its processes are gone: entries reachable through world-writable directories under

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "invoker.hpp"
+#include "psych/host/container_sandbox.hpp"
 #include "psych/host/run_code.hpp"
 
 int main(int argc, char** argv) {
@@ -20,7 +22,15 @@ int main(int argc, char** argv) {
   options.run_as_uid = options.run_as_gid = 1'500'100;  // the suite's uid (backends.hpp)
   options.allow_same_uid = ::geteuid() != 0;
   options.temp_root = argv[4];
-  auto sandbox = psych::local_sandbox(options);
+  auto sandbox = [&] {
+    if (options.backend != "container") return psych::local_sandbox(options);
+    psych::container_sandbox_options container;
+    if (const char* image = std::getenv("PSYCH_CONFORMANCE_IMAGE"); image && *image) container.image = image;
+    container.run_as_uid = container.run_as_gid = *options.run_as_uid;
+    container.temp_root = options.temp_root;
+    options.isolation = psych::isolation_level::isolated;
+    return psych::container_sandbox(container);
+  }();
   auto log = psych::open_file_run_log(argv[2]);
   if (!sandbox || !log) {
     std::fprintf(stderr, "crash worker: %s\n", (!sandbox ? sandbox.error() : log.error()).message().c_str());

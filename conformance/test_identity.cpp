@@ -85,6 +85,12 @@ TEST_CASE("an interpreter behind a directory the child's uid cannot enter is ref
   closed_prefix home;
   for (const auto& backend : conformance::backends()) {
     SUBCASE(backend.name.c_str()) {
+      if (backend.container) {
+        psych::testing::skip_case(psych::testing::allowed_in_ci::documented_backend_limit,
+                                  "the container's interpreter is the image's (container_python_bin), never looked "
+                                  "up on the host's PATH (docs/container-backend.md)");
+        continue;
+      }
       auto options = with_range(backend, 1'500'340, 2);
       SUBCASE("named explicitly: local_sandbox() refuses, naming the directory, its mode and a way out") {
         options.python_bin = home.binary;
@@ -119,7 +125,7 @@ TEST_CASE("a range of one uid: a second concurrent execution is refused by name,
   constexpr std::int64_t uid = 1'500'330;
   for (const auto& backend : conformance::backends()) {
     SUBCASE(backend.name.c_str()) {
-      auto sandbox = local_sandbox(with_range(backend, uid, 1));
+      auto sandbox = conformance::make_sandbox(conformance::with_uid_range(backend, uid, 1));
       REQUIRE_MESSAGE(sandbox, (sandbox ? "" : sandbox.error().message()));
       auto& sb = *sandbox.value();
       const auto idle = sb.describe();

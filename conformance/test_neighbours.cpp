@@ -123,11 +123,7 @@ TEST_CASE("two concurrent executions, each with a uid of its own, cannot find, r
           doctest::skip(!is_root())) {
   for (const auto& backend : conformance::backends()) {
     SUBCASE(backend.name.c_str()) {
-      auto options = backend.options;
-      options.run_as_uid.reset();
-      options.run_as_gid.reset();
-      options.run_as_range = {.first = range_first, .count = range_count, .lock_dir = options.run_as_range.lock_dir};
-      auto sandbox = local_sandbox(options);
+      auto sandbox = conformance::make_sandbox(conformance::with_uid_range(backend, range_first, range_count));
       REQUIRE_MESSAGE(sandbox, (sandbox ? "" : sandbox.error().message()));
       std::set<std::int64_t> range;
       for (std::int64_t uid = range_first; uid < range_first + range_count; ++uid) range.insert(uid);

@@ -11,7 +11,7 @@ using namespace psych;
 namespace {
 
 std::shared_ptr<sandbox> shared_backend(const conformance::backend_under_test& backend) {
-  auto made = local_sandbox(backend.options);
+  auto made = conformance::make_sandbox(backend);
   REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
   return std::shared_ptr<sandbox>(std::move(made).value());
 }
@@ -176,6 +176,7 @@ TEST_CASE("runtime: a profile that caps only the wall clock leaves CPU and memor
     // those defaults would show in what the child reads back.
     auto raised = backend;
     raised.options.limit_ceiling = {.cpu_seconds = 40.0, .address_space_bytes = std::uint64_t{1} << 30};
+    if (raised.container) raised.container->limit_ceiling = raised.options.limit_ceiling;
     auto rt = runtime::create({.profiles = {{.name = "default",
                                              .backend = shared_backend(raised),
                                              .hard_limits = {.wall_seconds = 20.0}}}})

@@ -139,11 +139,22 @@ void add_deployment_options(CLI::App& app, bool& allow_same_uid, std::string& co
       ->type_name("FILE");
 }
 
+void add_backend_options(CLI::App& app, std::string& backend, std::string& image, std::string& runtime) {
+  app.add_option("--backend", backend, "pin one backend: linux-process, linux-namespaces or container")
+      ->type_name("NAME");
+  app.add_option("--image", image,
+                 "with --backend container: the local image, name[:tag] or name@sha256:… (never pulled; default "
+                 "localhost/psych-python:bookworm, made by scripts/build-image)")
+      ->type_name("REF");
+  app.add_option("--container-runtime", runtime, "with --backend container: podman or docker (default: podman, then docker)")
+      ->type_name("NAME");
+}
+
 void add_run_options(CLI::App& app, run_command& run) {
   app.add_flag("--json", run.json, "print the result as one JSON object");
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
                 "minimum isolation (default process); the strongest local backend that reaches it runs the program");
-  app.add_option("--backend", run.backend, "pin one backend: linux-process or linux-namespaces")->type_name("NAME");
+  add_backend_options(app, run.backend, run.image, run.container_runtime);
   add_converted(app, "--wall-seconds", "S", seconds_into(run.limits.wall_seconds), "wall-clock limit");
   add_converted(app, "--cpu-seconds", "S", seconds_into(run.limits.cpu_seconds), "CPU time limit");
   add_converted(app, "--memory-bytes", "N", count_into(run.limits.memory_bytes, true),
@@ -174,6 +185,7 @@ void add_run_options(CLI::App& app, run_command& run) {
 
 void add_describe_options(CLI::App& app, describe_command& describe) {
   app.add_flag("--json", describe.json, "print the backends and the description as one JSON object");
+  add_backend_options(app, describe.backend, describe.image, describe.container_runtime);
   add_deployment_options(app, describe.allow_same_uid, describe.config_path);
 }
 

@@ -21,6 +21,8 @@ struct run_command {
   bool allow_same_uid = false;
   std::string config_path;  ///< empty: none
   std::string backend;      ///< empty: the strongest local backend that reaches `isolation`
+  std::string image;              ///< --backend container: the local image (default in container_sandbox_options)
+  std::string container_runtime;  ///< --backend container: podman or docker (default: podman, then docker)
   output_policy output;
   bool collect_artifacts = false;
   std::string blob_dir;  ///< empty: no BlobStore (previews only)
@@ -33,6 +35,9 @@ struct describe_command {
   bool json = false;
   bool allow_same_uid = false;
   std::string config_path;  ///< empty: none
+  std::string backend;      ///< empty: the strongest local backend
+  std::string image;
+  std::string container_runtime;
 };
 
 struct help_command {

@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "config.hpp"
 #include "report.hpp"
+#include "psych/host/container_sandbox.hpp"
 #include "psych/host/mcp.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
@@ -93,13 +94,40 @@ result<local_sandbox_options> sandbox_options(const std::string& config_path, bo
   return options;
 }
 
+/// The container backend, from the deployment's settings and the command line's image and runtime.
+container_sandbox_options container_options(const local_sandbox_options& local, const std::string& image,
+                                            const std::string& runtime) {
+  container_sandbox_options options;
+  if (!image.empty()) options.image = image;
+  if (!runtime.empty()) options.runtime = runtime;
+  options.limit_ceiling = local.limit_ceiling;
+  options.env_allowlist = local.env_allowlist;
+  options.run_as_uid = local.run_as_uid;
+  options.run_as_gid = local.run_as_gid;
+  options.run_as_range = local.run_as_range;
+  options.launcher_path = local.launcher_path;
+  options.temp_root = local.temp_root;
+  return options;
+}
+
+bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
+
+/// The pinned or strongest backend: a container when --backend container, a local one otherwise.
+result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& options, const std::string& image,
+                                                const std::string& runtime) {
+  if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
+  if (!image.empty() || !runtime.empty())
+    return failure(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
+  return local_sandbox(options);
+}
+
 int run(const cli::run_command& command) {
   auto program = read_program(command.program_path);
   if (!program) return fail_usage(program.error());
   auto options = sandbox_options(command.config_path, command.allow_same_uid);
   if (!options) return fail_usage(options.error());
   if (!command.backend.empty()) options.value().backend = command.backend;
-  auto sandbox = local_sandbox(options.value());
+  auto sandbox = chosen_sandbox(options.value(), command.image, command.container_runtime);
   if (!sandbox) return fail_usage(sandbox.error());
 
   const auto offer = sandbox.value()->offer();
@@ -148,9 +176,21 @@ int run(const cli::run_command& command) {
 int describe(const cli::describe_command& command) {
   auto configured = sandbox_options(command.config_path, command.allow_same_uid);
   if (!configured) return fail_usage(configured.error());
-  const auto& options = configured.value();
-  const auto backends = detect_local_backends(options);
-  auto sandbox = local_sandbox(options);
+  auto& options = configured.value();
+  if (!command.backend.empty()) options.backend = command.backend;
+  std::vector<backend_info> backends;
+  if (is_container(options.backend)) {
+    const auto found = detect_container_runtime(container_options(options, command.image, command.container_runtime));
+    backends.push_back({.name = "container",
+                        .isolation = isolation_level::isolated,
+                        .available = found.available,
+                        .reason = found.available ? fmt::format("{} {} runs image {} ({})", found.runtime, found.version,
+                                                                found.image, found.image_id)
+                                                  : found.problem});
+  } else {
+    backends = detect_local_backends(options);
+  }
+  auto sandbox = chosen_sandbox(options, command.image, command.container_runtime);
   description d;
   if (sandbox) d = sandbox.value()->describe();
   else d.problems.push_back(sandbox.error().message());

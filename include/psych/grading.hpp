@@ -282,11 +282,17 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   // A kernel boundary: namespaces the child observed as its own, a filesystem and network it
   // could not reach out of, a tree under its own init, and a dedicated uid where the worker could
   // give one (an unprivileged worker maps its own uid: identity stays unavailable, honestly).
+  // Its own user namespace, or (a rootful container) a dedicated lesser uid of the host's with no
+  // capability at all: either way nothing in the sandbox holds a privilege over the host's objects.
+  const bool unprivileged = detail::has(m.namespaces, "user") ||
+                            (g.identity == enforcement::enforced && e.run_as_uid &&
+                             detail::no_capabilities(c.capabilities_effective) &&
+                             detail::no_capabilities(c.capabilities_bounding));
   const bool boundary = namespaces && g.filesystem == enforcement::enforced &&
                         g.process_tree == enforcement::enforced &&
                         (g.identity == enforcement::enforced || !e.run_as_uid) &&
                         (g.network == enforcement::enforced || e.network == network_access::unrestricted) &&
-                        detail::has(m.namespaces, "user") && detail::has(m.namespaces, "pid") &&
+                        unprivileged && detail::has(m.namespaces, "pid") &&
                         detail::has(m.namespaces, "mount") && detail::has(m.namespaces, "net");
   if (floor) out.achieved = boundary ? isolation_level::isolated : isolation_level::process;
   else problems.emplace_back("below the process floor: separate process tree, scrubbed environment and limits");

@@ -137,25 +137,27 @@ NAMESPACE_KINDS = ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup")
 RTF_UP, RTF_REJECT = 0x0001, 0x0200
 
 
-def usable_routes(text, flags_column):
-    """Routes that are up and not reject routes: a new namespace's IPv6 table holds two
-    unreachable placeholders on lo, which lead nowhere."""
+def usable_routes(text, flags_column, device_column):
+    """Routes that are up, not reject routes, and not on lo: a new namespace's IPv6 table holds
+    two unreachable placeholders on lo, and a container runtime brings its namespace's lo up with
+    a route to ::1; neither leads out of the namespace."""
     count = 0
     for line in text.splitlines():
         fields = line.split()
         try:
             flags = int(fields[flags_column], 16)
+            device = fields[device_column]
         except (IndexError, ValueError):
             continue  # the IPv4 table's header, or a line this parser does not know
-        if flags & RTF_UP and not flags & RTF_REJECT:
+        if flags & RTF_UP and not flags & RTF_REJECT and device != "lo":
             count += 1
     return count
 
 
 def count_routes():
     """Usable IPv4 plus IPv6 routes; -1 when neither table can be read."""
-    v4 = observe(lambda: usable_routes(read_file_text("/proc/net/route"), 3), None)
-    v6 = observe(lambda: usable_routes(read_file_text("/proc/net/ipv6_route"), 8), None)
+    v4 = observe(lambda: usable_routes(read_file_text("/proc/net/route"), 3, 0), None)
+    v6 = observe(lambda: usable_routes(read_file_text("/proc/net/ipv6_route"), 8, 9), None)
     return -1 if v4 is None and v6 is None else (v4 or 0) + (v6 or 0)
 
 

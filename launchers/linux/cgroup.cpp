@@ -567,4 +567,21 @@ setup_result<void> execution_cgroup::remove() {
   return success();
 }
 
+std::optional<double> container_cpu_seconds() {
+  if (const auto nanos = read_file("/sys/fs/cgroup/cpuacct/cpuacct.usage")) {
+    if (const auto value = to_int(trimmed(nanos.value()))) return static_cast<double>(*value) / 1e9;
+  }
+  if (read_file("/sys/fs/cgroup/cpu.stat"))
+    return static_cast<double>(read_counter("/sys/fs/cgroup", {"cpu.stat", "usage_usec"})) / 1e6;
+  return std::nullopt;
+}
+
+bool container_memory_limit_hit() {
+  const auto hit = [](const std::string& directory, const auto& counters) {
+    return std::any_of(std::begin(counters), std::end(counters),
+                       [&](const counter& which) { return read_counter(directory, which) > 0; });
+  };
+  return hit("/sys/fs/cgroup/memory", v1_memory_hits) || hit("/sys/fs/cgroup", v2_memory_hits);
+}
+
 }  // namespace psych::launcher

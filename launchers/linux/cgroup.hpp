@@ -87,4 +87,12 @@ class execution_cgroup {
   bool removed_ = false;                  ///< remove() began: directories_ holds only what it could not remove
 };
 
+/// Inside a container with a cgroup namespace of its own: the CPU time its whole cgroup (the
+/// launcher and the tree) has used, from what appears at /sys/fs/cgroup; nullopt where there is
+/// no accounting to read. The container runtime made the cgroup; the launcher only budgets by it.
+std::optional<double> container_cpu_seconds();
+
+/// Inside such a container: whether its memory limit was ever hit (as memory_limit_hit()).
+bool container_memory_limit_hit();
+
 }  // namespace psych::launcher

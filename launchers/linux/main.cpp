@@ -5,6 +5,9 @@
 // `error`, and nothing ran), supervises the child until it ends, kills and
 // reaps whatever the program left behind, and answers `exit`.
 //
+// In a container it is started as `psych-launch-linux --connect SOCKET` and receives those
+// descriptors over the worker's socket first (container_entry.hpp).
+//
 // Exit status: 0 after `exit` was written; 2 for a request it refused (bad
 // frame, bad values, an identity it will not run as); 1 when setup failed or
 // the host went away.
@@ -16,6 +19,7 @@
 #include "bootstrap_fd.hpp"
 #include "cgroup.hpp"
 #include "channel.hpp"
+#include "container_entry.hpp"
 #include "environment.hpp"
 #include "failure.hpp"
 #include "fds.hpp"
@@ -41,6 +45,9 @@ namespace {
 constexpr int exit_reported = 0;
 constexpr int exit_setup_failed = 1;
 constexpr int exit_refused = 2;
+
+/// Started as a container's entry (`--connect`): the root is the image's (process_confinement.hpp).
+bool inside_container = false;
 
 /// The request, checked and turned into what the child will get. Nothing is created yet.
 struct accepted_request {
@@ -114,8 +121,10 @@ std::vector<bind_target> cgroup_binds(const execution_cgroup& cgroup) {
   return binds;
 }
 
-/// The tree's CPU time from the cgroup's accounting, where there is one.
+/// The tree's CPU time from the cgroup's accounting, where there is one: the execution's own, or
+/// inside a container the container's.
 std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution_cgroup>& cgroup) {
+  if (inside_container && container_cpu_seconds()) return [] { return container_cpu_seconds(); };
   if (!cgroup || !cgroup->has_cpu_accounting()) return {};
   return [&cgroup] { return cgroup->cpu_seconds(); };
 }
@@ -190,7 +199,7 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
-  PSYCH_TRY(const auto landlock, landlock_ruleset::prepare(process_landlock_paths(launch)));
+  PSYCH_TRY(const auto landlock, landlock_ruleset::prepare(process_landlock_paths(launch, inside_container)));
   const child_plan plan{.interpreter = launch.interpreter,
                         .argv = bootstrap_argv(launch, bootstrap_loader),
                         .environment = std::move(request.environment),
@@ -216,7 +225,8 @@ setup_result<launched> start(accepted_request& request) {
                                      .fds_closed = true,
                                      .environment_built = true,
                                      .rlimits = report_rlimits(plan.rlimits),
-                                     .process_count_base = base}}};
+                                     .process_count_base = base,
+                                     .cpu_tree_limit = inside_container && container_cpu_seconds().has_value()}}};
 }
 
 int run() {
@@ -255,7 +265,8 @@ int run() {
                                                 .signal_fd = signal_fd.value(),
                                                 .init_report_fd = init_report_fd,
                                                 .tree_cpu_seconds = tree_cpu_of(cgroup)});
-  if (cgroup && cgroup->memory_limit_hit() && outcome.exit.signal == SIGKILL && !outcome.exit.limit_hit)
+  const bool memory_hit = cgroup ? cgroup->memory_limit_hit() : inside_container && container_memory_limit_hit();
+  if (memory_hit && outcome.exit.signal == SIGKILL && !outcome.exit.limit_hit)
     outcome.exit.limit_hit = limit_name::memory_bytes;  // the cgroup's OOM kill, not a signal the program chose
   if (keepalive_fd >= 0) ::close(keepalive_fd);
   if (init_report_fd >= 0) ::close(init_report_fd);
@@ -266,4 +277,21 @@ int run() {
 }  // namespace
 }  // namespace psych::launcher
 
-int main() { return psych::launcher::run(); }
+int main(int argc, char** argv) {
+  using namespace psych::launcher;
+  if (argc == 3 && argv[1] == connect_argument) {
+    // In a container: the descriptors arrive over the worker's socket (container_entry.hpp). Until
+    // they have, stderr (the container runtime's, which the worker reads) is the only way to say why.
+    if (auto received = receive_descriptors(argv[2]); !received) {
+      const auto line = "psych-launch-linux: " + received.error().message + "\n";
+      (void)!::write(2, line.data(), line.size());
+      return 1;
+    }
+    inside_container = true;
+  } else if (argc != 1) {
+    constexpr std::string_view usage = "usage: psych-launch-linux [--connect SOCKET]\n";
+    (void)!::write(2, usage.data(), usage.size());
+    return 2;
+  }
+  return run();
+}

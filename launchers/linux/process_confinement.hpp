@@ -10,6 +10,9 @@
 namespace psych::launcher {
 
 /// The paths for this launch, as host paths (the launcher prepares the ruleset before the fork).
-landlock_paths process_landlock_paths(const protocol::launch_frame& launch);
+/// Inside a container (container_entry.hpp) the root is the image's, not the host's: the program
+/// may list it and read its cgroup's limits back, as it does in an ISOLATED root, so that the
+/// host can grade the container's boundary from what the child saw.
+landlock_paths process_landlock_paths(const protocol::launch_frame& launch, bool inside_container);
 
 }  // namespace psych::launcher

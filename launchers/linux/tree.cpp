@@ -52,12 +52,15 @@ std::vector<process_stat> descendants_of(pid_t ancestor) {
     if (auto stat = read_stat(pid)) table.emplace(pid, *stat);
   for (const auto& [pid, stat] : table) {
     pid_t parent = stat.ppid;
-    // Bounded walk: a chain longer than the table would be a cycle from a racy scan.
-    for (std::size_t hops = 0; hops <= table.size() && parent > 1; ++hops) {
+    // Bounded walk: a chain longer than the table would be a cycle from a racy scan. The
+    // ancestor is compared before the walk stops at init, since it may be init itself: a
+    // launcher that is a container's pid 1.
+    for (std::size_t hops = 0; hops <= table.size() && parent > 0; ++hops) {
       if (parent == ancestor) {
         found.push_back(stat);
         break;
       }
+      if (parent == 1) break;
       const auto up = table.find(parent);
       if (up == table.end()) break;
       parent = up->second.ppid;

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "execution_dirs.hpp"
+#include "psych/reports.hpp"
 #include "psych/result.hpp"
 
 namespace psych::host {
@@ -25,5 +27,23 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
 
 /// Exit status of a launcher whose pidfd became readable; -1 if unknown.
 int reap_launcher(const launcher_process& process);
+
+/// How a backend starts the launcher when it is not simply this host's child: a container runtime
+/// starts it inside a container (container_starter.hpp). The session's part is unchanged: it speaks
+/// the contract over the descriptors it handed over and waits on the process returned.
+class launcher_starter {
+ public:
+  virtual ~launcher_starter() = default;
+  /// Starts the launcher with `fds` as its 1-4, and returns the process of this host whose exit
+  /// is the launcher's end (the session reaps it).
+  virtual result<launcher_process> start(const launcher_fds& fds, const execution_dirs& dirs) = 0;
+  /// Ends the launcher at once, wherever it runs (the session has already signalled `process`).
+  virtual void kill(const launcher_process& process) = 0;
+  /// What the starter applied itself (a container's namespaces, its identity), added to the
+  /// launcher's own report before grading. Grading still needs the child to observe each.
+  virtual void add_mechanisms(mechanism_report& report) const = 0;
+  /// The process start() returned has been reaped with `status` (its exit status, -1 unknown).
+  virtual void reaped(int status) = 0;
+};
 
 }  // namespace psych::host

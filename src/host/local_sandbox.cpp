@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend_support.hpp"
 #include "interpreter.hpp"
 #include "psych/host/sandbox.hpp"
 #include "session.hpp"
@@ -42,71 +43,13 @@ std::optional<std::string> launcher_beside_executable() {
 constexpr const char* process_backend = "linux-process";
 constexpr const char* namespace_backend = "linux-namespaces";
 
-result<std::string> find_launcher(const local_sandbox_options& options) {
-  // An explicit choice is the only candidate: falling back to another
-  // launcher would run something the deployment did not name.
-  std::vector<std::string> candidates;
-  if (options.launcher_path) candidates.push_back(*options.launcher_path);
-  else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
-  else {
-    if (const char* packaged = package_launcher.load(); packaged && *packaged) candidates.emplace_back(packaged);
-    if (auto beside = launcher_beside_executable()) candidates.push_back(std::move(*beside));
-  }
-  for (const auto& path : candidates)
-    if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
-  std::string tried;
-  for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
-  return failure(error_kind::launcher_unavailable,
-                 fmt::format("no executable psych-launch-linux found (tried: {}); install psych (cmake --install) "
-                             "and build against its package (find_package(psych)), or point PSYCH_LAUNCHER or "
-                             "launcher_path at the launcher",
-                             tried.empty() ? "nothing" : tried));
-}
-
-std::map<std::string, std::string> build_environment(const std::vector<std::string>& allowlist) {
-  // Built from nothing: the allowlist plus what psych sets itself. LC_CTYPE is
-  // set so that the interpreter does not coerce a C locale by adding it.
-  std::map<std::string, std::string> env{{"PATH", "/usr/local/bin:/usr/bin:/bin"},
-                                         {"PYTHONDONTWRITEBYTECODE", "1"},
-                                         {"LC_CTYPE", "C.UTF-8"}};
-  for (const auto& name : allowlist)
-    if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
-  return env;
-}
-
-std::vector<std::string> mechanism_names(const mechanism_report& m) {
-  std::vector<std::string> out;
-  const auto add = [&](bool on, std::string name) {
-    if (on) out.push_back(std::move(name));
-  };
-  add(m.session, "session: own session and process group");
-  add(m.subreaper, "subreaper: orphans return to the launcher, the tree is killed and verified");
-  add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
-  add(m.no_new_privs, "no_new_privs");
-  add(m.seccomp == seccomp_state::filter, "seccomp: filter (socket() denied for every family, socketpair(AF_UNIX) only; dangerous calls denied)");
-  add(!m.namespaces.empty(), "namespaces: " + fmt::format("{}", fmt::join(m.namespaces, ", ")));
-  add(!m.root_entries.empty(), "filesystem: pivot_root into a minimal root holding " +
-                                   fmt::format("{}", fmt::join(m.root_entries, ", ")));
-  add(m.landlock_abi > 0, fmt::format("landlock: ABI {}", m.landlock_abi));
-  add(m.cgroup != "none", "cgroup: " + m.cgroup + " (memory and pids for the whole tree)");
-  add(m.rlimits.cpu_seconds >= 0,
-      fmt::format("rlimits: cpu {} s, address space {} B, file size {} B, processes {} (+{} existing), "
-                  "open files {}, core {}",
-                  m.rlimits.cpu_seconds, m.rlimits.address_space_bytes, m.rlimits.file_size_bytes,
-                  m.rlimits.process_count - m.process_count_base, m.process_count_base, m.rlimits.open_files,
-                  m.rlimits.core_bytes));
-  add(m.environment_built, "environment: built from nothing");
-  add(m.fds_closed, "descriptors: all closed but stdio and the channel");
-  return out;
-}
-
 class linux_launcher_sandbox final : public sandbox {
  public:
   /// `identities`: where a root worker's children get their uid; null: the worker's own.
   linux_launcher_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python,
                          isolation_level level, std::shared_ptr<host::uid_pool> identities)
       : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
-        environment_(build_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {}
+        environment_(host::child_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {}
 
   backend_offer offer() const override {
     return {.ready = true, .isolation = level_, .limit_ceiling = ceiling(), .network = false};
@@ -141,7 +84,7 @@ class linux_launcher_sandbox final : public sandbox {
     if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));
     d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
     d.guarantees = r.guarantees;
-    if (outcome.mechanisms) d.mechanisms = mechanism_names(*outcome.mechanisms);
+    if (outcome.mechanisms) d.mechanisms = host::mechanism_names(*outcome.mechanisms);
     if (d.run_as->mode == run_as_mode::per_execution)
       d.mechanisms.push_back(fmt::format("identity: a uid and gid of its own per execution from {}..{} ({} free, "
                                          "{} held, {} stray; locks in {})",
@@ -308,7 +251,7 @@ result<std::shared_ptr<host::uid_pool>> identities_for(const local_sandbox_optio
 }
 
 std::vector<candidate> local_candidates(const local_sandbox_options& options) {
-  auto launcher = find_launcher(options);
+  auto launcher = host::find_launcher(options.launcher_path);
   auto python = host::resolve_interpreter(options.python_bin, child_identity(options));
   const auto builder = [&](isolation_level level) {
     return [options, path = launcher.value(), interpreter = python.value(),
@@ -343,6 +286,68 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
 }  // namespace
 
 void register_package_launcher(const char* path) noexcept { package_launcher.store(path); }
+
+namespace host {
+
+result<std::string> find_launcher(const std::optional<std::string>& explicit_path) {
+  // An explicit choice is the only candidate: falling back to another
+  // launcher would run something the deployment did not name.
+  std::vector<std::string> candidates;
+  if (explicit_path) candidates.push_back(*explicit_path);
+  else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
+  else {
+    if (const char* packaged = package_launcher.load(); packaged && *packaged) candidates.emplace_back(packaged);
+    if (auto beside = launcher_beside_executable()) candidates.push_back(std::move(*beside));
+  }
+  for (const auto& path : candidates)
+    if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
+  std::string tried;
+  for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
+  return failure(error_kind::launcher_unavailable,
+                 fmt::format("no executable psych-launch-linux found (tried: {}); install psych (cmake --install) "
+                             "and build against its package (find_package(psych)), or point PSYCH_LAUNCHER or "
+                             "launcher_path at the launcher",
+                             tried.empty() ? "nothing" : tried));
+}
+
+std::map<std::string, std::string> child_environment(const std::vector<std::string>& allowlist) {
+  // Built from nothing: the allowlist plus what psych sets itself. LC_CTYPE is
+  // set so that the interpreter does not coerce a C locale by adding it.
+  std::map<std::string, std::string> env{{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                                         {"PYTHONDONTWRITEBYTECODE", "1"},
+                                         {"LC_CTYPE", "C.UTF-8"}};
+  for (const auto& name : allowlist)
+    if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
+  return env;
+}
+
+std::vector<std::string> mechanism_names(const mechanism_report& m) {
+  std::vector<std::string> out;
+  const auto add = [&](bool on, std::string name) {
+    if (on) out.push_back(std::move(name));
+  };
+  add(m.session, "session: own session and process group");
+  add(m.subreaper, "subreaper: orphans return to the launcher, the tree is killed and verified");
+  add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
+  add(m.no_new_privs, "no_new_privs");
+  add(m.seccomp == seccomp_state::filter, "seccomp: filter (socket() denied for every family, socketpair(AF_UNIX) only; dangerous calls denied)");
+  add(!m.namespaces.empty(), "namespaces: " + fmt::format("{}", fmt::join(m.namespaces, ", ")));
+  add(!m.root_entries.empty(), "filesystem: pivot_root into a minimal root holding " +
+                                   fmt::format("{}", fmt::join(m.root_entries, ", ")));
+  add(m.landlock_abi > 0, fmt::format("landlock: ABI {}", m.landlock_abi));
+  add(m.cgroup != "none", "cgroup: " + m.cgroup + " (memory and pids for the whole tree)");
+  add(m.rlimits.cpu_seconds >= 0,
+      fmt::format("rlimits: cpu {} s, address space {} B, file size {} B, processes {} (+{} existing), "
+                  "open files {}, core {}",
+                  m.rlimits.cpu_seconds, m.rlimits.address_space_bytes, m.rlimits.file_size_bytes,
+                  m.rlimits.process_count - m.process_count_base, m.process_count_base, m.rlimits.open_files,
+                  m.rlimits.core_bytes));
+  add(m.environment_built, "environment: built from nothing");
+  add(m.fds_closed, "descriptors: all closed but stdio and the channel");
+  return out;
+}
+
+}  // namespace host
 
 std::vector<backend_info> detect_local_backends(const local_sandbox_options& options) {
   std::vector<backend_info> infos;

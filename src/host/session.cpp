@@ -152,10 +152,11 @@ class session {
     PSYCH_TRY(adopt(stdout_, out.first));
     PSYCH_TRY(adopt(stderr_, err.first));
 
-    PSYCH_TRY(launcher_, spawn_launcher(plan_.launcher_path, {.stdout_write = out.second.get(),
-                                                              .stderr_write = err.second.get(),
-                                                              .control = control.second.get(),
-                                                              .channel = channel.second.get()}));
+    const launcher_fds fds{.stdout_write = out.second.get(),
+                           .stderr_write = err.second.get(),
+                           .control = control.second.get(),
+                           .channel = channel.second.get()};
+    PSYCH_TRY(launcher_, plan_.starter ? plan_.starter->start(fds, dirs_) : spawn_launcher(plan_.launcher_path, fds));
     // The launcher's ends are the launcher's now: holding them here would hide its end of file.
     for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
     unique_fd pidfd{launcher_.pidfd};
@@ -178,8 +179,14 @@ class session {
 
   /// A launcher that cannot be given its orders: made sure of, then reaped.
   void end_launcher() {
-    ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
+    kill_launcher();
     reap_launcher(launcher_);
+  }
+
+  /// SIGKILL to the launcher, wherever it runs.
+  void kill_launcher() {
+    ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
+    if (plan_.starter) plan_.starter->kill(launcher_);
   }
 
   protocol::launch_frame launch_frame() const {
@@ -194,8 +201,8 @@ class session {
     frame.tmp_dir = dirs_.tmp;
     frame.canary = dirs_.canary;
     frame.probe = probe_.ports();
-    frame.run_as = plan_.run_as;
-    frame.allow_same_uid = plan_.allow_same_uid;
+    frame.run_as = plan_.identity_set_by_starter ? std::nullopt : plan_.run_as;
+    frame.allow_same_uid = plan_.allow_same_uid || plan_.identity_set_by_starter;
     return frame;
   }
 
@@ -227,6 +234,7 @@ class session {
       co_return;
     }
     outcome_.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;
+    if (plan_.starter) plan_.starter->add_mechanisms(*outcome_.mechanisms);
 
     if (co_await hello_and_decide(channel)) co_await program(channel);
     co_await read_exit(control);
@@ -344,6 +352,7 @@ class session {
     boost::system::error_code ec;
     co_await pidfd_.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
     launcher_status_ = reap_launcher(launcher_);
+    if (plan_.starter) plan_.starter->reaped(launcher_status_);
     launcher_reaped_ = true;
     // Whatever still holds a pipe or a socket now is not the launcher's tree
     // any more (it killed that); stop waiting for it after a grace period.
@@ -374,7 +383,7 @@ class session {
     backstop_.expires_after(kill_grace);
     co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
     if (ec || launcher_reaped_) co_return;
-    ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
+    kill_launcher();
     launcher_problem_ = "the launcher did not end the execution at its wall clock and was killed";
   }
 

@@ -13,6 +13,7 @@
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
 #include "binding_gateway.hpp"
+#include "launcher_process.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::host {
@@ -37,6 +38,11 @@ struct session_plan {
   gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run
   blob_store* blobs = nullptr;  ///< where outputs and artifacts are preserved; none: previews only
   std::string tenant = "default";
+  /// Starts the launcher elsewhere (a container); null: spawn it here from launcher_path.
+  launcher_starter* starter = nullptr;
+  /// The starter gives the child its identity (a container runtime's --user): run_as is then what
+  /// grading expects, and the launcher is told to keep the uid it was started as.
+  bool identity_set_by_starter = false;
 };
 
 struct session_outcome {

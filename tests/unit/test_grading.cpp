@@ -364,6 +364,39 @@ TEST_CASE("ISOLATED needs every boundary observed") {
   }
 }
 
+TEST_CASE("a rootful container: no user namespace, a dedicated lesser uid with no capability in its place") {
+  // The container runtime makes mount, pid, net, ipc, uts and cgroup namespaces; the child runs as
+  // the execution's own uid of the host (--user), with every capability dropped.
+  const auto e = isolated_expectation();
+  auto m = isolated_applied();
+  m.namespaces = {"mount", "pid", "net", "ipc", "uts", "cgroup"};
+  m.cgroup = "container";
+  auto c = isolated_observed();
+  c.namespace_ids["user"] = host_ids.at("user");  // the host's own user namespace
+  c.uid = c.euid = c.gid = c.egid = run_as;
+  c.groups = {run_as};
+  c.uid_map = c.gid_map = "0 0 4294967295";
+  const auto g = grade_containment(e, m, c);
+  CHECK(g.grades.identity == enforcement::enforced);
+  CHECK_MESSAGE(g.achieved == isolation_level::isolated, g.problems.size());
+
+  const auto reached = [&](auto change) {
+    auto changed = c;
+    change(changed);
+    return grade_containment(e, m, changed).achieved;
+  };
+  // Any capability left, in either set, is a privilege over the host's objects: no boundary.
+  CHECK(reached([](child_report& r) { r.capabilities_effective = "0000000000000400"; }) == isolation_level::process);
+  CHECK(reached([](child_report& r) { r.capabilities_bounding = "0000000000000400"; }) == isolation_level::process);
+  // Root of the host, or the worker's own uid, is no lesser identity.
+  CHECK(reached([](child_report& r) { r.uid = r.euid = 0; }) != isolation_level::isolated);
+  // Without a dedicated uid to expect (an unprivileged worker), only a user namespace will do.
+  auto no_uid = e;
+  no_uid.run_as_uid.reset();
+  no_uid.run_as_gid.reset();
+  CHECK(grade_containment(no_uid, m, c).achieved == isolation_level::process);
+}
+
 TEST_CASE("what a level promises: every grading that reaches it meets the promise, until something lowers a grade") {
   const auto shortfalls_at = [](isolation_level level, const grading_expectation& e, const mechanism_report& m,
                                 const child_report& c) {

@@ -1,0 +1,135 @@
+#include "container_entry.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fds.hpp"
+
+namespace psych::launcher {
+namespace {
+
+constexpr std::size_t token_bytes_max = 128;
+constexpr int handed_over = 4;  // stdout, stderr, control, channel
+
+setup_result<std::string> read_token() {
+  std::string token;
+  for (;;) {
+    char byte = 0;
+    const ssize_t n = ::read(0, &byte, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(system_failure("container", "read", errno, "0 (the token)"));
+    if (n == 0 || byte == '\n') break;
+    if (token.size() == token_bytes_max) return fail(refusal("container", "the token on stdin is too long"));
+    token.push_back(byte);
+  }
+  if (token.empty()) return fail(refusal("container", "no token arrived on stdin"));
+  return token;
+}
+
+setup_result<void> write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(system_failure("container", "send", errno, "the token"));
+    done += static_cast<std::size_t>(n);
+  }
+  return success();
+}
+
+/// One message carrying exactly `handed_over` descriptors, received close-on-exec.
+setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
+  char byte = 0;
+  iovec data{.iov_base = &byte, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_over)] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t n = -1;
+  do n = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return fail(system_failure("container", "recvmsg", errno, "the descriptors"));
+  const cmsghdr* header = CMSG_FIRSTHDR(&message);
+  const bool whole = n == 1 && (message.msg_flags & MSG_CTRUNC) == 0 && header != nullptr &&
+                     header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
+                     header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over);
+  if (!whole) {
+    // Whatever did arrive is closed: a short or odd answer is never half used.
+    for (const cmsghdr* h = header; h != nullptr; h = CMSG_NXTHDR(&message, const_cast<cmsghdr*>(h)))
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+        const auto count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+          int fd = -1;
+          std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+          ::close(fd);
+        }
+      }
+    return fail(refusal("container", "the worker's answer was not exactly four descriptors"));
+  }
+  std::memcpy(fds, CMSG_DATA(header), sizeof(int) * handed_over);
+  return success();
+}
+
+/// The same descriptor, moved above the contract's layout (0-4) so the dup2s that build the layout
+/// cannot overwrite it. A container starts with only 0-2 open: the first descriptors this entry
+/// makes would otherwise be 3 and 4.
+setup_result<int> above_layout(int fd) {
+  if (fd > channel_fd) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, channel_fd + 1);
+  const int saved = errno;
+  ::close(fd);
+  if (moved < 0) return fail(system_failure("container", "fcntl", saved, "F_DUPFD_CLOEXEC, 5"));
+  return moved;
+}
+
+}  // namespace
+
+setup_result<void> receive_descriptors(const char* socket_path) {
+  PSYCH_TRY(auto token, read_token());
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (std::strlen(socket_path) >= sizeof address.sun_path)
+    return fail(refusal("container", "the socket path is too long"));
+  std::strcpy(address.sun_path, socket_path);
+  const int made = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (made < 0) return fail(system_failure("container", "socket", errno, "AF_UNIX"));
+  PSYCH_TRY(const int socket, above_layout(made));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } hold{socket};
+  if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+    return fail(system_failure("container", "connect", errno, socket_path));
+  PSYCH_TRY(write_all(socket, token + "\n"));
+  int fds[handed_over] = {-1, -1, -1, -1};
+  PSYCH_TRY(receive_into(socket, fds));
+
+  // Into place: 1 stdout, 2 stderr, 3 control, 4 channel, each inherited as the host would have
+  // left it (dup2 clears close-on-exec; the launcher marks what the child must not get).
+  const int opened = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (opened < 0) return fail(system_failure("container", "open", errno, "/dev/null"));
+  PSYCH_TRY(const int null, above_layout(opened));
+  const int targets[handed_over] = {1, 2, control_fd, channel_fd};
+  for (int& fd : fds) {
+    auto moved = above_layout(fd);
+    if (!moved) return fail(moved.error());
+    fd = moved.value();
+  }
+  for (int i = 0; i < handed_over; ++i) {
+    if (::dup2(fds[i], targets[i]) < 0) return fail(system_failure("container", "dup2", errno, "a handed-over fd"));
+    ::close(fds[i]);
+  }
+  if (::dup2(null, 0) < 0) return fail(system_failure("container", "dup2", errno, "/dev/null, 0"));
+  ::close(null);
+  return success();
+}
+
+}  // namespace psych::launcher
