@@ -34,6 +34,7 @@
 #include "psych/host/blocking_invoker.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/host/sandbox.hpp"
+#include "rss.hpp"
 
 namespace {
 
@@ -44,19 +45,8 @@ constexpr int batch = 100;
 constexpr int skipped_exit_code = 77;
 constexpr int warm_up_batches = 2;  // the allocator, the interpreter cache and the pools settle
 constexpr std::int64_t rss_tolerance_kib = 8 * 1024;  // growth allowed after the warm-up
-// AddressSanitizer holds freed memory in quarantine, so RSS climbs in a sanitized build without
-// any leak (ASan's own leak check covers that there); the figures are still printed.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool rss_is_meaningful = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool rss_is_meaningful = false;
-#else
-constexpr bool rss_is_meaningful = true;
-#endif
-#else
-constexpr bool rss_is_meaningful = true;
-#endif
+// Under AddressSanitizer RSS is printed, not judged (rss.hpp).
+using psych::testing::rss_is_meaningful;
 // A uid of its own, outside the block psych's tests and workers draw from (1,500,000 + 1024), so
 // its processes are this soak's and nobody else's clean-up signals them.
 constexpr std::int64_t run_as = 1'600'200;

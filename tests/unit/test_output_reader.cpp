@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rss.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/blob_store.hpp"
 #include "psych/host/output_reader.hpp"
@@ -427,7 +428,9 @@ TEST_CASE("read_tool_output: a window of a 64 MiB blob costs memory bounded by t
     CHECK(window.value().total_lines == lines);
     CHECK(window.value().total_bytes == lines * 64 - 64 + 4 * mib);
     MESSAGE("peak RSS growth " << (peak > before ? peak - before : 0) / 1024 << " KiB");
-    CHECK(peak < before + 16 * mib);  // the whole blob would be 68 MiB
+    // The whole blob would be 68 MiB. Under AddressSanitizer the quarantine keeps every freed
+    // window resident, so the figure is printed there and not judged (rss.hpp).
+    if (psych::testing::rss_is_meaningful) CHECK(peak < before + 16 * mib);
     return std::move(window).value();
   };
   SUBCASE("a line window far into the blob") {
