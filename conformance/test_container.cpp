@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backends.hpp"
+#include "run_command.hpp"
 
 using namespace psych;
 namespace fs = std::filesystem;
@@ -176,4 +177,32 @@ TEST_CASE("container: extra run arguments that would widen psych's flags are ref
     CHECK(made.error().kind == error_kind::sandbox_setup);
   }
   CHECK_FALSE(widening_run_argument({"--hostname=sandbox", "--annotation=x=y"}).has_value());
+}
+
+TEST_CASE("container: an image pinned by digest (name@sha256:…) is honoured and reported") {
+  auto sb = container_or_skip();
+  if (!sb) return;
+  auto options = *container_backend()->container;
+  const auto found = detect_container_runtime(options);
+  REQUIRE(found.available);
+  auto digest = psych::host::run_command({found.path, "image", "inspect", "--format", "{{.Digest}}", options.image},
+                                         {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                                         std::chrono::seconds(30));
+  REQUIRE(digest);
+  auto text = digest.value().stdout_text;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (!text.starts_with("sha256:")) {
+    psych::testing::skip_case("the runtime reports no manifest digest for " + options.image + ": " + text);
+    return;
+  }
+  options.image = options.image.substr(0, options.image.rfind(':')) + "@" + text;
+  const auto pinned = detect_container_runtime(options);
+  CHECK(pinned.available);
+  CHECK(pinned.image_digest == text);
+  CHECK(pinned.image_id == found.image_id);  // the same image, by another name
+  auto made = container_sandbox(options);
+  REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
+  const auto r = conformance::run(*made.value(), "return 6 * 7");
+  REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+  CHECK(r.value->text == "42");
 }
