@@ -1,5 +1,7 @@
 #include "backends.hpp"
 
+#include "container_runtime.hpp"
+#include "psych/protocol/json.hpp"
 #include "run_command.hpp"
 
 #include <dirent.h>
@@ -17,7 +19,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
+
+#include <fmt/format.h>
 
 namespace conformance {
 
@@ -70,21 +76,57 @@ backend_under_test with_uid_range(const backend_under_test& backend, std::int64_
 }
 
 std::vector<std::string> containers_left() {
-  const auto runtime = psych::detect_container_runtime({});
-  if (runtime.path.empty()) return {};
-  auto listed = psych::host::run_command(
-      {runtime.path, "ps", "--all", "--quiet", "--filter", "label=psych.execution"},
-      {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, std::chrono::seconds(30));
+  // Found once: `ps` is the only question per case.
+  static const auto runtime = psych::host::find_container_runtime(std::nullopt);
+  if (!runtime) return {};
+  auto listed = runtime.value().run({"ps", "--all", "--quiet", "--filter", "label=psych.execution"});
+  if (!listed) return {"(" + runtime.value().name + " ps could not be run: " + listed.error().message() + ")"};
   std::vector<std::string> ids;
-  if (!listed) return {"(" + runtime.runtime + " ps could not be run: " + listed.error().message() + ")"};
   std::istringstream lines(listed.value().stdout_text);
   for (std::string id; std::getline(lines, id);)
     if (!id.empty()) ids.push_back(id);
   return ids;
 }
 
+namespace {
+
+/// A container sandbox shared by every case with the same options: container_sandbox() probes
+/// the backend by starting a container, which each case would otherwise pay for again. The
+/// backend keeps no state of one execution between runs, so sharing it changes nothing a case
+/// can observe but the time.
+class shared_sandbox final : public psych::sandbox {
+ public:
+  explicit shared_sandbox(std::shared_ptr<psych::sandbox> inner) : inner_(std::move(inner)) {}
+  psych::backend_offer offer() const override { return inner_->offer(); }
+  psych::description describe() override { return inner_->describe(); }
+  psych::sandbox_result run(const psych::run_request& request, std::stop_token stop) override {
+    return inner_->run(request, std::move(stop));
+  }
+
+ private:
+  std::shared_ptr<psych::sandbox> inner_;
+};
+
+psych::result<std::unique_ptr<psych::sandbox>> shared_container_sandbox(const psych::container_sandbox_options& o) {
+  static std::mutex lock;
+  static std::map<std::string, std::shared_ptr<psych::sandbox>> built;
+  const auto key = fmt::format("{}|{}|{}|{}|{}|{}|{}", o.image, o.run_as_uid.value_or(-1), o.run_as_gid.value_or(-1),
+                               o.run_as_range.first, o.run_as_range.count, o.temp_root,
+                               psych::protocol::encode_json(o.limit_ceiling));
+  std::lock_guard hold(lock);
+  auto found = built.find(key);
+  if (found == built.end()) {
+    auto made = psych::container_sandbox(o);
+    if (!made) return made.error();
+    found = built.emplace(key, std::shared_ptr<psych::sandbox>(std::move(made).value())).first;
+  }
+  return std::unique_ptr<psych::sandbox>(std::make_unique<shared_sandbox>(found->second));
+}
+
+}  // namespace
+
 psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend) {
-  if (backend.container) return psych::container_sandbox(*backend.container);
+  if (backend.container) return shared_container_sandbox(*backend.container);
   return psych::local_sandbox(backend.options);
 }
 
