@@ -4,10 +4,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "psych/host/sandbox.hpp"
 #include "psych/reports.hpp"
 #include "psych/result.hpp"
+#include "session.hpp"
 
 namespace psych::host {
 
@@ -21,5 +24,16 @@ std::map<std::string, std::string> child_environment(const std::vector<std::stri
 
 /// One line per mechanism the launcher (and its starter) applied.
 std::vector<std::string> mechanism_names(const mechanism_report& m);
+
+/// A result for an execution refused before anything started.
+sandbox_result refused_before_start(failure_kind kind, std::string message);
+
+/// What every backend refuses before it starts anything: limits that are not valid, REQUIRED
+/// preservation with no BlobStore, and network access (no backend of this host grants it).
+std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend);
+
+/// The request's program, its bindings (the execution id minted when the Run has none), its
+/// BlobStore and tenant, into a plan whose backend part is already filled.
+void add_request(session_plan& plan, const run_request& request);
 
 }  // namespace psych::host

@@ -63,7 +63,7 @@ class container_backend final : public sandbox {
     execution_terms terms;
     terms.limits = ceiling();
     terms.limits.wall_seconds = std::min(terms.limits.wall_seconds.value, 30.0);
-    auto outcome = execute(terms, {}, nullptr, true, {});
+    auto outcome = execute(terms, {}, true, {});
     const auto& r = outcome.result;
     if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));
     d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
@@ -80,16 +80,10 @@ class container_backend final : public sandbox {
   }
 
   sandbox_result run(const run_request& request, std::stop_token stop) override {
-    if (auto valid = validate_limits(request.terms.limits); !valid)
-      return refused(failure_kind::launch_failed, valid.error().message());
-    if (request.terms.output.preserve == output_preservation::required && !request.blobs)
-      return refused(failure_kind::preservation_unavailable,
-                     "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
-    if (request.terms.network == network_access::unrestricted)
-      return refused(failure_kind::launch_failed, "the container backend does not grant network access");
+    if (auto refused = host::refusal_before_start(request, backend_name)) return std::move(*refused);
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());
-    auto result = execute(terms, request, request.blobs, false, std::move(stop)).result;
+    auto result = execute(terms, request, false, std::move(stop)).result;
     result.unavailable_bindings = request.unavailable_bindings;
     return result;
   }
@@ -97,12 +91,12 @@ class container_backend final : public sandbox {
  private:
   sandbox_limits ceiling() const { return overlay(local_builtin_ceiling, options_.limit_ceiling); }
 
-  host::session_outcome execute(const execution_terms& terms, const run_request& request, blob_store* blobs,
-                                bool probe_only, std::stop_token stop) {
+  host::session_outcome execute(const execution_terms& terms, const run_request& request, bool probe_only,
+                                std::stop_token stop) {
     auto lease = identities_->acquire();
     if (!lease) {
       host::session_outcome refused_outcome;
-      refused_outcome.result = refused(failure_kind::launch_failed, lease.error().message());
+      refused_outcome.result = host::refused_before_start(failure_kind::launch_failed, lease.error().message());
       return refused_outcome;
     }
     host::session_plan plan;
@@ -115,16 +109,7 @@ class container_backend final : public sandbox {
     plan.environment = environment_;
     plan.temp_root = options_.temp_root;
     plan.probe_only = probe_only;
-    plan.program = request.program;
-    plan.filename = request.filename;
-    plan.bindings = {.offered = request.bindings,
-                     .unavailable = request.unavailable_bindings,
-                     .invoker = request.invoker,
-                     .budget = request.budget,
-                     .run = request.run};
-    if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = host::random_token();
-    plan.bindings.blobs = plan.blobs = blobs;
-    plan.bindings.tenant = plan.tenant = request.tenant;
+    host::add_request(plan, request);
     host::container_starter starter({.runtime = runtime_,
                                      .image = options_.image,
                                      .launcher_path = launcher_,
@@ -138,12 +123,6 @@ class container_backend final : public sandbox {
     auto outcome = host::run_session(plan, std::move(stop));
     if (auto held_back = lease.value().release()) outcome.result.problems.push_back(*held_back);
     return outcome;
-  }
-
-  static sandbox_result refused(failure_kind kind, std::string message) {
-    sandbox_result r;
-    r.failure = sandbox_failure{kind, std::move(message)};
-    return r;
   }
 
   container_sandbox_options options_;

@@ -100,29 +100,13 @@ class linux_launcher_sandbox final : public sandbox {
   }
 
   sandbox_result run(const run_request& request, std::stop_token stop) override {
-    if (auto valid = validate_limits(request.terms.limits); !valid)
-      return refused_before_start(failure_kind::launch_failed, valid.error().message());
-    if (request.terms.output.preserve == output_preservation::required && !request.blobs)
-      return refused_before_start(failure_kind::preservation_unavailable,
-                                  "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
-    if (request.terms.network == network_access::unrestricted)
-      return refused_before_start(failure_kind::launch_failed,
-                                  fmt::format("the {} backend does not grant network access", backend_name()));
+    if (auto refused = host::refusal_before_start(request, backend_name())) return std::move(*refused);
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
     auto lease = take_identity();
-    if (!lease) return refused_before_start(failure_kind::launch_failed, lease.error().message());
+    if (!lease) return host::refused_before_start(failure_kind::launch_failed, lease.error().message());
     host::session_plan plan = plan_for(terms, lease.value());
-    plan.program = request.program;
-    plan.filename = request.filename;
-    plan.bindings = {.offered = request.bindings,
-                     .unavailable = request.unavailable_bindings,
-                     .invoker = request.invoker,
-                     .budget = request.budget,
-                     .run = request.run};
-    if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = host::random_token();
-    plan.bindings.blobs = plan.blobs = request.blobs;
-    plan.bindings.tenant = plan.tenant = request.tenant;
+    host::add_request(plan, request);
     auto result = host::run_session(plan, std::move(stop)).result;
     // The session has ended: the launcher killed and reaped the tree and the host swept.
     if (lease.value()) {
@@ -169,12 +153,6 @@ class linux_launcher_sandbox final : public sandbox {
     plan.environment = environment_;
     plan.temp_root = options_.temp_root;
     return plan;
-  }
-
-  static sandbox_result refused_before_start(failure_kind kind, std::string message) {
-    sandbox_result r;
-    r.failure = sandbox_failure{kind, std::move(message)};
-    return r;
   }
 
   local_sandbox_options options_;
@@ -319,6 +297,37 @@ std::map<std::string, std::string> child_environment(const std::vector<std::stri
   for (const auto& name : allowlist)
     if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
   return env;
+}
+
+sandbox_result refused_before_start(failure_kind kind, std::string message) {
+  sandbox_result r;
+  r.failure = sandbox_failure{kind, std::move(message)};
+  return r;
+}
+
+std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend) {
+  if (auto valid = validate_limits(request.terms.limits); !valid)
+    return refused_before_start(failure_kind::launch_failed, valid.error().message());
+  if (request.terms.output.preserve == output_preservation::required && !request.blobs)
+    return refused_before_start(failure_kind::preservation_unavailable,
+                                "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
+  if (request.terms.network == network_access::unrestricted)
+    return refused_before_start(failure_kind::launch_failed,
+                                fmt::format("the {} backend does not grant network access", backend));
+  return std::nullopt;
+}
+
+void add_request(session_plan& plan, const run_request& request) {
+  plan.program = request.program;
+  plan.filename = request.filename;
+  plan.bindings = {.offered = request.bindings,
+                   .unavailable = request.unavailable_bindings,
+                   .invoker = request.invoker,
+                   .budget = request.budget,
+                   .run = request.run};
+  if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = random_token();
+  plan.bindings.blobs = plan.blobs = request.blobs;
+  plan.bindings.tenant = plan.tenant = request.tenant;
 }
 
 std::vector<std::string> mechanism_names(const mechanism_report& m) {
