@@ -39,6 +39,8 @@ class container_starter final : public launcher_starter {
   void kill(const launcher_process& process) override;
   void add_mechanisms(mechanism_report& report) const override;
   void reaped(int status) override;
+  /// The runtime's --user gives the child its uid; the launcher inside keeps it.
+  [[nodiscard]] bool sets_identity() const override { return true; }
 
   /// Where the launcher is inside every container, and where the channel's directory appears.
   static constexpr const char* launcher_inside = "/run/psych/launch";

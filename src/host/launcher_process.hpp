@@ -28,22 +28,39 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
 /// Exit status of a launcher whose pidfd became readable; -1 if unknown.
 int reap_launcher(const launcher_process& process);
 
-/// How a backend starts the launcher when it is not simply this host's child: a container runtime
-/// starts it inside a container (container_starter.hpp). The session's part is unchanged: it speaks
-/// the contract over the descriptors it handed over and waits on the process returned.
+/// How a backend starts its launcher and ends it: as this host's child (local_launcher), or inside
+/// a container that a container runtime starts (container_starter.hpp). The session's part is the
+/// same for every one: it speaks the contract over the descriptors it handed over and waits on the
+/// process returned.
 class launcher_starter {
  public:
   virtual ~launcher_starter() = default;
   /// Starts the launcher with `fds` as its 1-4, and returns the process of this host whose exit
   /// is the launcher's end (the session reaps it).
   virtual result<launcher_process> start(const launcher_fds& fds, const execution_dirs& dirs) = 0;
-  /// Ends the launcher at once, wherever it runs (the session has already signalled `process`).
-  virtual void kill(const launcher_process& process) = 0;
+  /// Ends the launcher at once, wherever it runs, after the session has SIGKILLed `process`
+  /// (which is all a launcher that is this host's child needs).
+  virtual void kill(const launcher_process& /*process*/) {}
   /// What the starter applied itself (a container's namespaces, its identity), added to the
   /// launcher's own report before grading. Grading still needs the child to observe each.
-  virtual void add_mechanisms(mechanism_report& report) const = 0;
+  virtual void add_mechanisms(mechanism_report& /*report*/) const {}
   /// The process start() returned has been reaped with `status` (its exit status, -1 unknown).
-  virtual void reaped(int status) = 0;
+  virtual void reaped(int /*status*/) {}
+  /// Whether the starter gives the child its identity (a container runtime's --user): the
+  /// session's run_as is then what grading expects, and the launcher keeps the uid it runs as.
+  [[nodiscard]] virtual bool sets_identity() const { return false; }
+};
+
+/// The launcher as this host's child, from its path (spawn_launcher).
+class local_launcher final : public launcher_starter {
+ public:
+  explicit local_launcher(std::string path) : path_(std::move(path)) {}
+  result<launcher_process> start(const launcher_fds& fds, const execution_dirs&) override {
+    return spawn_launcher(path_, fds);
+  }
+
+ private:
+  std::string path_;
 };
 
 }  // namespace psych::host

@@ -106,7 +106,8 @@ interpreter_exit exit_of(const protocol::exit_frame& exit) {
 class session {
  public:
   session(const session_plan& plan, const execution_dirs& dirs)
-      : plan_(plan), dirs_(dirs), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
+      : plan_(plan), dirs_(dirs), local_launcher_(plan.launcher_path),
+        starter_(plan.starter ? *plan.starter : local_launcher_), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
         exit_report_wait_(io_),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
@@ -156,7 +157,7 @@ class session {
                            .stderr_write = err.second.get(),
                            .control = control.second.get(),
                            .channel = channel.second.get()};
-    PSYCH_TRY(launcher_, plan_.starter ? plan_.starter->start(fds, dirs_) : spawn_launcher(plan_.launcher_path, fds));
+    PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
     // The launcher's ends are the launcher's now: holding them here would hide its end of file.
     for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
     unique_fd pidfd{launcher_.pidfd};
@@ -186,7 +187,7 @@ class session {
   /// SIGKILL to the launcher, wherever it runs.
   void kill_launcher() {
     ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
-    if (plan_.starter) plan_.starter->kill(launcher_);
+    starter_.kill(launcher_);
   }
 
   protocol::launch_frame launch_frame() const {
@@ -201,8 +202,8 @@ class session {
     frame.tmp_dir = dirs_.tmp;
     frame.canary = dirs_.canary;
     frame.probe = probe_.ports();
-    frame.run_as = plan_.identity_set_by_starter ? std::nullopt : plan_.run_as;
-    frame.allow_same_uid = plan_.allow_same_uid || plan_.identity_set_by_starter;
+    frame.run_as = starter_.sets_identity() ? std::nullopt : plan_.run_as;
+    frame.allow_same_uid = plan_.allow_same_uid || starter_.sets_identity();
     return frame;
   }
 
@@ -234,7 +235,7 @@ class session {
       co_return;
     }
     outcome_.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;
-    if (plan_.starter) plan_.starter->add_mechanisms(*outcome_.mechanisms);
+    starter_.add_mechanisms(*outcome_.mechanisms);
 
     if (co_await hello_and_decide(channel)) co_await program(channel);
     co_await read_exit(control);
@@ -352,7 +353,7 @@ class session {
     boost::system::error_code ec;
     co_await pidfd_.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
     launcher_status_ = reap_launcher(launcher_);
-    if (plan_.starter) plan_.starter->reaped(launcher_status_);
+    starter_.reaped(launcher_status_);
     launcher_reaped_ = true;
     // Whatever still holds a pipe or a socket now is not the launcher's tree
     // any more (it killed that); stop waiting for it after a grace period.
@@ -474,6 +475,8 @@ class session {
 
   const session_plan& plan_;
   const execution_dirs& dirs_;
+  local_launcher local_launcher_;  ///< used when the plan names no starter of its own
+  launcher_starter& starter_;
   asio::io_context io_;
   local_socket control_, channel_;
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;

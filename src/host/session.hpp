@@ -38,11 +38,8 @@ struct session_plan {
   gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run
   blob_store* blobs = nullptr;  ///< where outputs and artifacts are preserved; none: previews only
   std::string tenant = "default";
-  /// Starts the launcher elsewhere (a container); null: spawn it here from launcher_path.
+  /// Starts the launcher elsewhere (a container); null: a local_launcher of launcher_path.
   launcher_starter* starter = nullptr;
-  /// The starter gives the child its identity (a container runtime's --user): run_as is then what
-  /// grading expects, and the launcher is told to keep the uid it was started as.
-  bool identity_set_by_starter = false;
 };
 
 struct session_outcome {
