@@ -2,7 +2,6 @@
 
 #include "container_runtime.hpp"
 #include "psych/protocol/json.hpp"
-#include "run_command.hpp"
 
 #include <dirent.h>
 #include <signal.h>
@@ -90,6 +89,12 @@ std::vector<std::string> containers_left() {
 
 namespace {
 
+void check_no_container_left(const backend_under_test& backend) {
+  if (!backend.container) return;
+  const auto containers = containers_left();
+  CHECK_MESSAGE(containers.empty(), "containers left: " << joined(containers));
+}
+
 /// A container sandbox shared by every case with the same options: container_sandbox() probes
 /// the backend by starting a container, which each case would otherwise pay for again. The
 /// backend keeps no state of one execution between runs, so sharing it changes nothing a case
@@ -140,10 +145,7 @@ void for_each_backend(const std::function<void(psych::sandbox&, const backend_un
       }
       body(*sandbox.value(), backend);
       if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
-      if (backend.container) {
-        const auto containers = containers_left();
-        CHECK_MESSAGE(containers.empty(), "containers left: " << joined(containers));
-      }
+      check_no_container_left(backend);
       CHECK(leftovers_in_temp_root().empty());
       CHECK(abandoned_cgroups().empty());
     }
@@ -291,8 +293,8 @@ namespace {
 void remove_what_was_left(const backend_under_test& backend) {
   for (const int pid : processes_left_by(backend)) ::kill(pid, SIGKILL);
   for (const auto& entry : leftovers_in_temp_root()) remove_tree_of_any_depth(entry);
-  if (backend.host_entries_before.empty() && ::geteuid() == 0) {
-    remove_host_leftovers_of(backend.child_uid);  // the uid is the case's alone
+  if (::geteuid() == 0) {
+    remove_host_leftovers_of(backend.child_uid);  // a root worker's: the uid is the case's alone
     return;
   }
   for (const auto& entry : host_leftovers_left_by(backend))
@@ -338,10 +340,7 @@ void for_each_backend_as(std::int64_t uid,
                     processes.size() << " process(es) of uid " << backend.child_uid << " outlived the case");
       const auto temp = leftovers_in_temp_root();
       CHECK_MESSAGE(temp.empty(), "left in the temp root:\n" << joined(temp));
-      if (backend.container) {
-        const auto containers = containers_left();
-        CHECK_MESSAGE(containers.empty(), "containers left: " << joined(containers));
-      }
+      check_no_container_left(backend);
       const auto host = host_leftovers_left_by(backend);
       CHECK_MESSAGE(host.empty(), "uid " << backend.child_uid << " left on the host:\n" << joined(host));
       remove_what_was_left(backend);

@@ -48,6 +48,8 @@ constexpr int exit_refused = 2;
 
 /// Started as a container's entry (`--connect`): the root is the image's (process_confinement.hpp).
 bool inside_container = false;
+/// Inside a container, whether its cgroup's CPU accounting can be read, to budget the tree by.
+bool container_accounting = false;
 
 /// The request, checked and turned into what the child will get. Nothing is created yet.
 struct accepted_request {
@@ -124,7 +126,7 @@ std::vector<bind_target> cgroup_binds(const execution_cgroup& cgroup) {
 /// The tree's CPU time from the cgroup's accounting, where there is one: the execution's own, or
 /// inside a container the container's.
 std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution_cgroup>& cgroup) {
-  if (inside_container && container_cpu_seconds()) return [] { return container_cpu_seconds(); };
+  if (container_accounting) return [] { return container_cpu_seconds(); };
   if (!cgroup || !cgroup->has_cpu_accounting()) return {};
   return [&cgroup] { return cgroup->cpu_seconds(); };
 }
@@ -226,7 +228,7 @@ setup_result<launched> start(accepted_request& request) {
                                      .environment_built = true,
                                      .rlimits = report_rlimits(plan.rlimits),
                                      .process_count_base = base,
-                                     .cpu_tree_limit = inside_container && container_cpu_seconds().has_value()}}};
+                                     .cpu_tree_limit = container_accounting}}};
 }
 
 int run() {
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     inside_container = true;
+    container_accounting = container_cpu_seconds().has_value();
   } else if (argc != 1) {
     constexpr std::string_view usage = "usage: psych-launch-linux [--connect SOCKET]\n";
     (void)!::write(2, usage.data(), usage.size());

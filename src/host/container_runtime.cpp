@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -22,12 +21,12 @@ std::optional<std::string> on_path(const std::string& name) {
   return std::nullopt;
 }
 
-std::string trimmed(std::string text) {
+}  // namespace
+
+std::string without_trailing_space(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
   return text;
 }
-
-}  // namespace
 
 std::vector<std::string> container_runtime::environment() {
   return {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
@@ -48,7 +47,7 @@ std::vector<std::string> container_runtime::image_root_entries(const std::string
   if (name != "podman") return {};
   auto mounted = run({"image", "mount", image});
   if (!mounted || mounted.value().exit_code != 0) return {};
-  const auto root = trimmed(mounted.value().stdout_text);
+  const auto root = without_trailing_space(mounted.value().stdout_text);
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) names.push_back(entry.path().filename());

@@ -26,6 +26,9 @@ struct container_runtime {
   [[nodiscard]] std::vector<std::string> image_root_entries(const std::string& image) const;
 };
 
+/// A runtime's answer without the newline (and spaces) it ends with.
+std::string without_trailing_space(std::string text);
+
 /// The runtime options name, or podman then docker from PATH.
 result<container_runtime> find_container_runtime(const std::optional<std::string>& wanted);
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 
 #include "child_process.hpp"
 #include "session.hpp"  // random_token
@@ -35,13 +36,10 @@ result<void> system_error(std::string_view call, std::string_view what) {
   return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, what, std::strerror(errno)));
 }
 
-/// Equal without an early exit, so that timing tells a guesser nothing.
+/// Equal in time independent of where they differ (OpenSSL's CRYPTO_memcmp), so that timing tells a
+/// guesser nothing. The token's length is no secret.
 bool same_token(const std::string& presented, const std::string& token) {
-  if (presented.size() != token.size()) return false;
-  unsigned char difference = 0;
-  for (std::size_t i = 0; i < token.size(); ++i)
-    difference |= static_cast<unsigned char>(presented[i] ^ token[i]);
-  return difference == 0;
+  return presented.size() == token.size() && CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
 }
 
 /// The first line a connection sends, within token_limit; nullopt when it does not.
@@ -210,9 +208,8 @@ std::string container_starter::runtime_stderr() const {
   char buffer[4096];
   const ssize_t n = ::pread(stderr_file_.get(), buffer, sizeof buffer, 0);
   if (n <= 0) return {};
-  std::string text(buffer, static_cast<std::size_t>(n));
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return fmt::format(" ({} said: {})", launch_.runtime.name, text);
+  return fmt::format(" ({} said: {})", launch_.runtime.name,
+                     without_trailing_space(std::string(buffer, static_cast<std::size_t>(n))));
 }
 
 result<launcher_process> container_starter::start(const launcher_fds& fds, const execution_dirs& dirs) {

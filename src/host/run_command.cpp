@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "child_process.hpp"
@@ -55,7 +56,10 @@ result<command_output> run_command(const std::vector<std::string>& argv, const s
       text.append(buffer, std::min(static_cast<std::size_t>(n), output_bytes_max - std::min(text.size(), output_bytes_max)));
     }
   }
-  if (timed_out || !child.value().wait_exit(limit)) child.value().signal_group(SIGKILL);
+  // Both streams ended; what is left of the limit is how long it may take to exit.
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (timed_out || !child.value().wait_exit(std::max(left, std::chrono::milliseconds(0))))
+    child.value().signal_group(SIGKILL);
   const auto status = child.value().reap();
   result.exit_code = timed_out ? -1 : status.code;
   return result;
