@@ -22,11 +22,6 @@ namespace {
 
 constexpr const char* backend_name = "container";
 
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
-  return text;
-}
-
 /// The digest a reference names (name@sha256:…), or empty.
 std::string digest_of(const std::string& image) {
   const auto at = image.find('@');
@@ -100,12 +95,10 @@ class container_backend final : public sandbox {
       return refused_outcome;
     }
     host::session_plan plan;
-    plan.launcher_path = launcher_;
     plan.attempt = isolation_level::process;  // inside the container; the container is the boundary
     plan.interpreter = options_.container_python_bin;
     plan.terms = terms;
     plan.run_as = lease.value().identity();
-    plan.identity_set_by_starter = true;
     plan.environment = environment_;
     plan.temp_root = options_.temp_root;
     plan.probe_only = probe_only;
@@ -136,23 +129,29 @@ class container_backend final : public sandbox {
 }  // namespace
 
 std::optional<std::string> widening_run_argument(const std::vector<std::string>& args) {
-  // Each of these would undo or loosen a flag psych sets (or reach the host directly); a value
-  // given as a separate argument is caught by its flag.
-  static constexpr std::array<std::string_view, 28> refused_flags = {
-      "--privileged", "--network", "--net", "--cap-add", "--security-opt", "--user", "-u", "--userns", "--pid",
-      "--ipc", "--uts", "--cgroupns", "--cgroup-parent", "--volume", "-v", "--mount", "--device", "--volumes-from",
-      "--pids-limit", "--memory", "-m", "--memory-swap", "--ulimit", "--entrypoint", "--read-only", "--rm",
-      "--tmpfs", "--env-host"};
-  for (const auto& arg : args) {
-    const std::string_view flag = std::string_view(arg).substr(0, arg.find('='));
-    if (std::find(refused_flags.begin(), refused_flags.end(), flag) != refused_flags.end())
-      return fmt::format("extra_run_args may not contain {:?}: it would undo or widen what psych sets "
+  // An allowlist, not a list of what is dangerous: a runtime has too many ways to widen a
+  // container (--privileged, --pod, --rootfs, --preserve-fds, --cgroups=disabled, --group-add, …),
+  // and gains more with each release. These only name, label or narrow it. Each takes a value,
+  // as NAME=VALUE or as the next argument; a bare word would be taken for the image.
+  static constexpr std::array<std::string_view, 14> narrowing_flags = {
+      "--hostname", "--annotation", "--label", "--cpus", "--cpu-shares", "--cpu-period", "--cpu-quota",
+      "--cpuset-cpus", "--cpuset-mems", "--blkio-weight", "--memory-reservation", "--shm-size", "--stop-timeout",
+      "--tz"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const auto equals = arg.find('=');
+    const std::string_view flag = std::string_view(arg).substr(0, equals);
+    if (std::find(narrowing_flags.begin(), narrowing_flags.end(), flag) == narrowing_flags.end()) {
+      if (arg.starts_with("--env") || arg == "-e")
+        return fmt::format("extra_run_args may not contain {:?}: the child's environment is built from "
+                           "env_allowlist only",
+                           arg);
+      return fmt::format("extra_run_args may not contain {:?}: only flags that name, label or narrow the "
+                         "container are accepted, never one that could undo or widen what psych sets "
                          "(docs/container-backend.md)",
                          arg);
-    if (arg.starts_with("--env") || arg == "-e" || arg.starts_with("--env-file"))
-      return fmt::format("extra_run_args may not contain {:?}: the child's environment is built from "
-                         "env_allowlist only",
-                         arg);
+    }
+    if (equals == std::string::npos) ++i;  // its value, which is not a flag of its own
   }
   return std::nullopt;
 }
@@ -171,10 +170,10 @@ container_runtime_report detect_container_runtime(const container_sandbox_option
   auto version = runtime.value().run({"version", "--format", "{{.Client.Version}}"}, std::chrono::seconds(20));
   if (!version || version.value().exit_code != 0) {
     report.problem = fmt::format("{} does not answer `version`: {}", report.path,
-                                 version ? trimmed(version.value().stderr_text) : version.error().message());
+                                 version ? host::without_trailing_space(version.value().stderr_text) : version.error().message());
     return report;
   }
-  report.version = trimmed(version.value().stdout_text);
+  report.version = host::without_trailing_space(version.value().stdout_text);
   auto inspected = runtime.value().run({"image", "inspect", "--format", "{{.Id}}", options.image}, std::chrono::seconds(20));
   if (!inspected || inspected.value().exit_code != 0) {
     report.problem = fmt::format("the image {} is not present locally, and psych never pulls one: build it with "
@@ -183,7 +182,7 @@ container_runtime_report detect_container_runtime(const container_sandbox_option
     return report;
   }
   report.image_present = true;
-  report.image_id = trimmed(inspected.value().stdout_text);
+  report.image_id = host::without_trailing_space(inspected.value().stdout_text);
   if (report.image_id.find(':') == std::string::npos) report.image_id = "sha256:" + report.image_id;
   report.available = true;
   return report;
@@ -199,9 +198,11 @@ result<std::unique_ptr<sandbox>> container_sandbox(const container_sandbox_optio
                    "(--user from run_as_range), which a rootless runtime would map through the worker's "
                    "subordinate ids instead (not supported yet; docs/container-backend.md)");
   PSYCH_TRY(auto launcher, host::find_launcher(options.launcher_path));
-  const auto found = detect_container_runtime(options);
-  if (!found.available) return failure(error_kind::sandbox_setup, "container: " + found.problem);
-  host::container_runtime runtime{found.runtime, found.path};
+  // Whether the runtime answers and the image is present is describe()'s to find out, below: the
+  // probe that decides readiness asks the runtime anyway.
+  auto found = host::find_container_runtime(options.runtime);
+  if (!found) return failure(error_kind::sandbox_setup, "container: " + found.error().message());
+  const host::container_runtime& runtime = found.value();
   auto identities = options.run_as_uid
                         ? host::uid_pool::shared(*options.run_as_uid, options.run_as_gid.value_or(*options.run_as_uid),
                                                  options.run_as_range.lock_dir)

@@ -28,9 +28,10 @@ struct container_sandbox_options {
   std::optional<std::int64_t> run_as_uid;
   std::optional<std::int64_t> run_as_gid;
   uid_range run_as_range;
-  /// Appended to `run` after psych's own flags. Anything that would widen what psych set
-  /// (--privileged, --network, --cap-add, --security-opt, --user, --pid, --ipc, --uts, -v …) is
-  /// refused at construction with a named error.
+  /// Appended to `run` after psych's own flags. Only flags that name, label or narrow the container
+  /// are accepted (--hostname, --annotation, --label, the CPU and blkio shares and sets,
+  /// --memory-reservation, --shm-size, --stop-timeout, --tz); anything else is refused at
+  /// construction with a named error, since it could undo or widen what psych set.
   std::vector<std::string> extra_run_args;
   /// The launcher that is bind-mounted into the container (statically linked); default as for
   /// the local backends.
