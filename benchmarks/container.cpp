@@ -1,9 +1,12 @@
 // The container backend's cost over the container runtime's own: a container_sandbox run() of
-// `return 1` beside a bare `podman run --rm --network=none IMAGE python3 -I -S -c pass` (and the
-// bare interpreter on the host, for scale), interleaved in one run. The runtime dominates; the
-// ratio says what psych adds. Prints medians, ratios and "BENCH name value unit" lines.
+// `return 1` beside a bare `podman run --rm --network=none IMAGE python3 -I -S -c pass`, and what a
+// user of the command line meets, `psych run --backend container` of the same program (which
+// builds and probes the backend first), with the bare interpreter on the host for scale,
+// interleaved in one run. Prints medians, ratios and "BENCH name value unit" lines.
 //   bench_container [ROUNDS] [IMAGE]
+#include <fcntl.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,14 +27,20 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+/// Runs argv with a fixed PATH and its stdout on /dev/null; true when it exits 0.
 bool spawn_and_wait(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   char* env[] = {path, nullptr};
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
   pid_t pid = -1;
-  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), env) != 0) return false;
+  const int spawned = posix_spawn(&pid, args[0], &quiet, nullptr, args.data(), env);
+  posix_spawn_file_actions_destroy(&quiet);
+  if (spawned != 0) return false;
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -82,6 +91,17 @@ int main(int argc, char** argv) {
                    return false;
                  },
                  {}});
+  // The command line, as a user runs it: a program file, the default image, isolation asked for.
+  char program[] = "/tmp/psych-bench-container-XXXXXX.py";
+  const int program_fd = ::mkstemps(program, 3);
+  if (program_fd < 0 || ::write(program_fd, "return 1\n", 9) != 9) return 1;
+  ::close(program_fd);
+  all.push_back({"psych run --backend container --isolation isolated (CLI)", "container_cli_run_ms",
+                 [&] {
+                   return spawn_and_wait({PSYCH_CLI_PATH, "run", "--backend", "container", "--image", options.image,
+                                          "--isolation", "isolated", program});
+                 },
+                 {}});
   all.push_back({"python3 -I -S -c pass (host)", "container_host_python_ms",
                  [&] { return spawn_and_wait({"/usr/bin/python3", "-I", "-S", "-c", "pass"}); }, {}});
 
@@ -102,5 +122,7 @@ int main(int argc, char** argv) {
     fmt::print("BENCH {} {:.1f} ms\n", one.bench_name, m * 1e3);
   }
   fmt::print("BENCH container_psych_over_bare_ratio {:.3f} x\n", psych::bench::median(all[1].seconds) / bare);
+  fmt::print("BENCH container_cli_over_bare_ratio {:.3f} x\n", psych::bench::median(all[2].seconds) / bare);
+  ::unlink(program);
   return 0;
 }
