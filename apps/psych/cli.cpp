@@ -150,6 +150,21 @@ void add_backend_options(CLI::App& app, std::string& backend, std::string& image
       ->type_name("NAME");
 }
 
+void add_remote_options(CLI::App& app, remote_choice& remote) {
+  app.add_option("--remote", remote.url,
+                 "run on a sandbox service (psych serve) at URL, https://host:port; the program's tool calls "
+                 "still run here")
+      ->type_name("URL");
+  app.add_option("--ca", remote.ca_file, "with --remote: the CA (or self-signed) certificate, PEM; default: the "
+                                         "system's trust store")
+      ->type_name("FILE");
+  app.add_option("--token-command", remote.token_command,
+                 "with --remote: a shell command printing the bearer token, run for each request")
+      ->type_name("CMD");
+  app.add_flag("--allow-insecure-http", remote.allow_insecure_http,
+               "with --remote: allow http:// to a host that is not loopback (the network in between is trusted)");
+}
+
 void add_run_options(CLI::App& app, run_command& run) {
   app.add_flag("--json", run.json, "print the result as one JSON object");
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
@@ -178,6 +193,7 @@ void add_run_options(CLI::App& app, run_command& run) {
                 "start an MCP server over stdio (COMMAND split at spaces); the program calls its tools as "
                 "NAME__tool (call_tool, aliases, TOOLS); repeatable");
   add_deployment_options(app, run.allow_same_uid, run.config_path);
+  add_remote_options(app, run.remote);
   app.add_option("PROGRAM", run.program_path, "the Python file to run, or - for standard input")
       ->required()
       ->type_name("");
@@ -187,6 +203,29 @@ void add_describe_options(CLI::App& app, describe_command& describe) {
   app.add_flag("--json", describe.json, "print the backends and the description as one JSON object");
   add_backend_options(app, describe.backend, describe.image, describe.container_runtime);
   add_deployment_options(app, describe.allow_same_uid, describe.config_path);
+  add_remote_options(app, describe.remote);
+}
+
+void add_serve_options(CLI::App& app, serve_command& serve) {
+  app.add_option("--listen", serve.listen, "address and port to listen on (default 127.0.0.1:8443)")
+      ->type_name("HOST:PORT");
+  app.add_option("--tls-cert", serve.tls_cert, "certificate chain, PEM")->type_name("FILE");
+  app.add_option("--tls-key", serve.tls_key, "private key, PEM")->type_name("FILE");
+  app.add_option("--token-file", serve.token_file,
+                 "accepted tokens, one per line (\"NAME TOKEN\" or \"TOKEN\"); re-read on SIGHUP")
+      ->type_name("FILE")
+      ->required();
+  app.add_flag("--allow-insecure-http", serve.allow_insecure_http,
+               "without --tls-cert: serve plaintext on an address that is not loopback");
+  add_converted(app, "--max-concurrent", "N", count_into(serve.max_concurrent, false),
+                "executions running at once (default 4)");
+  app.add_option("--max-queued", serve.max_queued,
+                 "executions waiting for a slot (default 16); beyond it, 503 with Retry-After before anything runs")
+      ->type_name("N");
+  add_converted(app, "--drain-seconds", "S", seconds_into(serve.drain_seconds),
+                "on SIGTERM, how long running executions may finish before they are cancelled (default 30)");
+  add_backend_options(app, serve.backend, serve.image, serve.container_runtime);
+  add_deployment_options(app, serve.allow_same_uid, serve.config_path);
 }
 
 // CLI11 shows a command's description both in the list of commands and atop its own help, so the
@@ -197,6 +236,11 @@ constexpr const char* run_footer =
     "Program-made text in the readable report has its control characters spelled out (\\x1b); --json keeps the "
     "exact bytes.\n"
     "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.";
+constexpr const char* serve_footer =
+    "Runs executions sent by psych run --remote (or any remote_sandbox) on one local backend; the programs' tool\n"
+    "calls go back to the client that sent them. SIGHUP re-reads the token file; SIGTERM drains and stops.\n"
+    "One JSON access-log line per request on standard error, with no token and no program text.\n"
+    "exit status: 0 stopped cleanly; 2 usage or configuration error.";
 constexpr const char* describe_footer =
     "Lists the local backends (available or not, and why), then runs the fixed containment probe of the chosen\n"
     "one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
@@ -207,6 +251,7 @@ constexpr const char* describe_footer =
 result<command> parse(std::span<const std::string_view> args) {
   run_command run;
   describe_command describe;
+  serve_command serve;
   CLI::App app("Runs a model-written Python program in the local sandbox and reports its result as data.",
                "psych");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -220,6 +265,9 @@ result<command> parse(std::span<const std::string_view> args) {
       "describe", "show the local backends and what the sandbox can prove (a fixed probe, no program)");
   describe_app->footer(describe_footer);
   add_describe_options(*describe_app, describe);
+  auto* serve_app = app.add_subcommand("serve", "serve executions to remote clients over HTTPS on one local backend");
+  serve_app->footer(serve_footer);
+  add_serve_options(*serve_app, serve);
   app.add_subcommand("help", "this text");
 
   // CLI11 takes the arguments last first.
@@ -248,6 +296,7 @@ result<command> parse(std::span<const std::string_view> args) {
   }
   if (run_app->parsed()) return command{std::move(run)};
   if (describe_app->parsed()) return command{describe};
+  if (serve_app->parsed()) return command{serve};
   return command{help_command{app.get_formatter()->make_help(&app, "psych", CLI::AppFormatMode::Normal)}};
 }
 

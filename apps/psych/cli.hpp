@@ -13,6 +13,14 @@
 
 namespace psych::cli {
 
+/// --remote and what goes with it: the program runs on a sandbox service (docs/remote-protocol.md).
+struct remote_choice {
+  std::string url;            ///< empty: a local backend
+  std::string ca_file;        ///< empty: the system's trust store
+  std::string token_command;  ///< run with /bin/sh for each request; its output is the bearer token
+  bool allow_insecure_http = false;
+};
+
 struct run_command {
   bool json = false;
   isolation_level isolation = isolation_level::process;
@@ -29,6 +37,7 @@ struct run_command {
   std::string tenant = "default";
   /// --mcp NAME=COMMAND: MCP servers over stdio whose tools the program may call as NAME__tool.
   std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;
+  remote_choice remote;
 };
 
 struct describe_command {
@@ -38,13 +47,30 @@ struct describe_command {
   std::string backend;      ///< empty: the strongest local backend
   std::string image;
   std::string container_runtime;
+  remote_choice remote;
+};
+
+/// `psych serve`: the reference sandbox service over one local backend (sandbox_service.hpp).
+struct serve_command {
+  std::string listen = "127.0.0.1:8443";
+  std::string tls_cert, tls_key;
+  std::string token_file;
+  bool allow_insecure_http = false;
+  std::uint64_t max_concurrent = 4;
+  std::uint64_t max_queued = 16;
+  double drain_seconds = 30;
+  bool allow_same_uid = false;
+  std::string config_path;
+  std::string backend;
+  std::string image;
+  std::string container_runtime;
 };
 
 struct help_command {
   std::string text;
 };
 
-using command = std::variant<run_command, describe_command, help_command>;
+using command = std::variant<run_command, describe_command, serve_command, help_command>;
 
 /// args excludes argv[0]; `--opt value` and `--opt=value` are the same. A value
 /// given twice keeps the last; --mcp is the one option that is repeated. Errors

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,8 @@
 #include "report.hpp"
 #include "psych/host/container_sandbox.hpp"
 #include "psych/host/mcp.hpp"
+#include "psych/host/remote_sandbox.hpp"
+#include "psych/host/sandbox_service.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/sandbox.hpp"
 #include "psych/terminal_text.hpp"
@@ -112,9 +115,35 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
 
 bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
 
+/// The remote backend of --remote: the token from --token-command, run afresh for each request.
+result<std::unique_ptr<sandbox>> remote_backend(const cli::remote_choice& remote, const local_sandbox_options& local) {
+  if (local.backend || local.python_bin || local.launcher_path)
+    return failure(error_kind::invalid_argument,
+                   "--remote runs the program on the service: --backend, and a config's backend, python_bin and "
+                   "launcher_path, are the service's to choose");
+  if (remote.token_command.empty())
+    return failure(error_kind::invalid_argument, "--remote needs --token-command (the only source of the token)");
+  remote_sandbox_options options{.url = remote.url,
+                                 .token = command_secret(remote.token_command),
+                                 .allow_insecure_http = remote.allow_insecure_http};
+  if (!remote.ca_file.empty()) options.ca_file = remote.ca_file;
+  return remote_sandbox(std::move(options));
+}
+
+bool any_remote_option(const cli::remote_choice& remote) {
+  return !remote.ca_file.empty() || !remote.token_command.empty() || remote.allow_insecure_http;
+}
+
 /// The pinned or strongest backend: a container when --backend container, a local one otherwise.
 result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& options, const std::string& image,
-                                                const std::string& runtime) {
+                                                const std::string& runtime, const cli::remote_choice& remote = {}) {
+  if (!remote.url.empty()) {
+    if (!image.empty() || !runtime.empty())
+      return failure(error_kind::invalid_argument, "--image and --container-runtime are the service's to choose");
+    return remote_backend(remote, options);
+  }
+  if (any_remote_option(remote))
+    return failure(error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote");
   if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
   if (!image.empty() || !runtime.empty())
     return failure(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
@@ -127,7 +156,7 @@ int run(const cli::run_command& command) {
   auto options = sandbox_options(command.config_path, command.allow_same_uid);
   if (!options) return fail_usage(options.error());
   if (!command.backend.empty()) options.value().backend = command.backend;
-  auto sandbox = chosen_sandbox(options.value(), command.image, command.container_runtime);
+  auto sandbox = chosen_sandbox(options.value(), command.image, command.container_runtime, command.remote);
   if (!sandbox) return fail_usage(sandbox.error());
 
   const auto offer = sandbox.value()->offer();
@@ -179,6 +208,21 @@ int describe(const cli::describe_command& command) {
   auto& options = configured.value();
   if (!command.backend.empty()) options.backend = command.backend;
   std::vector<backend_info> backends;
+  if (!command.remote.url.empty()) {
+    auto sandbox = chosen_sandbox(options, command.image, command.container_runtime, command.remote);
+    if (!sandbox) return fail_usage(sandbox.error());
+    const description d = sandbox.value()->describe();
+    backends.push_back({.name = "remote",
+                        .isolation = d.isolation,
+                        .available = d.ready,
+                        .reason = d.ready ? fmt::format("the sandbox service at {} ({})", command.remote.url, d.backend)
+                                          : fmt::format("the sandbox service at {} is not ready", command.remote.url)});
+    if (command.json) fmt::print("{}\n", host::description_to_json(d, backends));
+    else fmt::print("{}", cli::description_report(d, backends));
+    return d.ready ? completed : failed;
+  }
+  if (any_remote_option(command.remote))
+    return fail_usage(error{error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote"});
   if (is_container(options.backend)) {
     const auto found = detect_container_runtime(container_options(options, command.image, command.container_runtime));
     backends.push_back({.name = "container",
@@ -202,6 +246,69 @@ int describe(const cli::describe_command& command) {
   return d.ready ? completed : failed;
 }
 
+/// "host:port", "[v6]:port".
+result<std::pair<std::string, std::uint16_t>> listen_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  const auto bad = [&] {
+    return failure(error_kind::invalid_argument, fmt::format("--listen expects HOST:PORT, got '{}'", text));
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  std::string host = text.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  const auto digits = std::string_view(text).substr(colon + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || port > 65535) return bad();
+  return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+int serve(const cli::serve_command& command) {
+  auto options = sandbox_options(command.config_path, command.allow_same_uid);
+  if (!options) return fail_usage(options.error());
+  if (!command.backend.empty()) options.value().backend = command.backend;
+  if (options.value().backend == "linux-namespaces") options.value().isolation = isolation_level::isolated;
+  auto listen = listen_address(command.listen);
+  if (!listen) return fail_usage(listen.error());
+  auto backend = chosen_sandbox(options.value(), command.image, command.container_runtime);
+  if (!backend) return fail_usage(backend.error());
+  sandbox_service_options service{.listen_host = listen.value().first,
+                                  .port = listen.value().second,
+                                  .allow_insecure_http = command.allow_insecure_http,
+                                  .token_file = command.token_file,
+                                  .max_concurrent = command.max_concurrent,
+                                  .max_queued = command.max_queued,
+                                  .drain_seconds = command.drain_seconds};
+  if (!command.tls_cert.empty()) service.tls_cert_file = command.tls_cert;
+  if (!command.tls_key.empty()) service.tls_key_file = command.tls_key;
+
+  // Every thread the service starts inherits this mask, so the signals reach sigwait below only.
+  sigset_t signals{};
+  sigemptyset(&signals);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, signal);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto started = sandbox_service::start(std::move(backend).value(), std::move(service));
+  if (!started) return fail_usage(started.error());
+  auto& running = *started.value();
+  fmt::print(stderr, "psych serve: listening on {}://{}:{}\n", command.tls_cert.empty() ? "http" : "https",
+             listen.value().first, running.port());
+  std::fflush(stderr);
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal == SIGHUP) {
+      const auto reloaded = running.reload_tokens();
+      fmt::print(stderr, "psych serve: SIGHUP: {}\n", reloaded ? "tokens re-read" : reloaded.error().message());
+      std::fflush(stderr);
+      continue;
+    }
+    fmt::print(stderr, "psych serve: {}: draining\n", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    std::fflush(stderr);
+    running.shutdown();
+    fmt::print(stderr, "psych serve: stopped\n");
+    return completed;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,6 +323,8 @@ int main(int argc, char** argv) {
           return completed;
         } else if constexpr (std::is_same_v<T, cli::run_command>) {
           return run(c);
+        } else if constexpr (std::is_same_v<T, cli::serve_command>) {
+          return serve(c);
         } else {
           return describe(c);
         }

@@ -90,6 +90,8 @@ enum class error_kind {
   output_pattern_rejected,
   /// A read_tool_output window wider than its byte ceiling; ask for fewer lines.
   output_window_too_large,
+  /// A sandbox service failed: the connection, TLS, an HTTP status, or its stream (remote backend).
+  provider_error,
 };
 
 PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_frames",
@@ -100,7 +102,7 @@ PSYCH_ENUM_NAMES(error_kind, "frame_too_large", "stream_too_large", "too_many_fr
                  "frame_out_of_sequence", "invalid_limit", "invalid_argument", "unreadable_file",
                  "sandbox_setup", "launcher_unavailable", "interpreter_unavailable",
                  "system_call_failed", "run_log_corrupt", "blob_not_found", "blob_store_failed",
-                 "output_pattern_rejected", "output_window_too_large");
+                 "output_pattern_rejected", "output_window_too_large", "provider_error");
 
 struct error {
   error_kind kind;

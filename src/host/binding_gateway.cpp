@@ -95,7 +95,7 @@ std::string shortened(const std::string& text) {
 
 binding_gateway::binding_gateway(gateway_setup setup) : setup_(std::move(setup)) {
   auto& offered = setup_.offered;
-  if (!setup_.invoker) offered.clear();
+  if (!setup_.invoker && !setup_.relayed) offered.clear();
   std::sort(offered.begin(), offered.end(), [](const binding& a, const binding& b) { return a.name < b.name; });
   offered.erase(std::unique(offered.begin(), offered.end(),
                             [](const binding& a, const binding& b) { return a.name == b.name; }),

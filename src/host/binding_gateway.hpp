@@ -22,7 +22,10 @@ namespace psych::host {
 struct gateway_setup {
   std::vector<binding> offered;
   std::vector<std::string> unavailable;  ///< listed by the spec, resolving to nothing this turn
-  tool_invoker* invoker = nullptr;       ///< none: nothing is offered
+  tool_invoker* invoker = nullptr;       ///< none: nothing is offered (unless relayed)
+  /// The calls are relayed to a client that answers them (call_relay.hpp): `offered` is what `run`
+  /// lists, and nothing here admits or runs a call.
+  bool relayed = false;
   binding_budget budget;
   run_account run;
   blob_store* blobs = nullptr;  ///< where results over the transfer ceiling are preserved for paging

@@ -1,6 +1,7 @@
 #include "call_dispatcher.hpp"
 
-#include <mutex>
+#include "completion_sink.hpp"
+
 #include <optional>
 #include <thread>
 #include <utility>
@@ -13,26 +14,6 @@
 namespace psych::host {
 
 namespace asio = boost::asio;
-
-/// Where an invoker's completion lands, from whatever thread it calls back on. It outlives the
-/// dispatcher, so a tool finishing after the execution ended finds it closed and nothing else.
-class completion_sink {
- public:
-  explicit completion_sink(asio::io_context& io) : io_(&io) {}
-  template <class Handler>
-  void post(Handler handler) {
-    std::lock_guard lock(mutex_);
-    if (io_) asio::post(*io_, std::move(handler));
-  }
-  void close() {
-    std::lock_guard lock(mutex_);
-    io_ = nullptr;
-  }
-
- private:
-  std::mutex mutex_;
-  asio::io_context* io_;
-};
 
 call_dispatcher::call_dispatcher(asio::io_context& io, binding_gateway& gateway, std::string execution_id,
                                  answer_sink answer)

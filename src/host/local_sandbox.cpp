@@ -323,8 +323,10 @@ void add_request(session_plan& plan, const run_request& request) {
   plan.bindings = {.offered = request.bindings,
                    .unavailable = request.unavailable_bindings,
                    .invoker = request.invoker,
+                   .relayed = request.relay != nullptr,
                    .budget = request.budget,
                    .run = request.run};
+  plan.relay = request.relay;
   if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = random_token();
   plan.bindings.blobs = plan.blobs = request.blobs;
   plan.bindings.tenant = plan.tenant = request.tenant;

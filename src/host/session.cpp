@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -27,6 +28,7 @@
 #include "attachments.hpp"
 #include "binding_gateway.hpp"
 #include "call_dispatcher.hpp"
+#include "completion_sink.hpp"
 #include "execution_dirs.hpp"
 #include "frame_transport.hpp"
 #include "launcher_process.hpp"
@@ -118,6 +120,9 @@ class session {
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
   }
+  ~session() { relay_answers_->close(); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
 
   session_outcome run(std::stop_token stop) {
     started_at_ = clock::now();
@@ -275,6 +280,12 @@ class session {
       co_return false;
     }
     outcome_.program_started = true;
+    if (plan_.relay)
+      plan_.relay->begin([sink = relay_answers_, this](const protocol::result_frame& answer) {
+        sink->post([this, answer] {
+          if (!relay_ended_) channel_out_.send(answer);
+        });
+      });
     channel_out_.send(protocol::run_frame{.program = plan_.program,
                                           .filename = plan_.filename,
                                           .bindings = gateway_.bindings_for_run(),
@@ -295,13 +306,21 @@ class session {
         break;
       }
       if (const auto* call = std::get_if<protocol::call_frame>(&*frame.value())) {
-        calls_.dispatch(*call);
+        if (plan_.relay) plan_.relay->call(*call);
+        else calls_.dispatch(*call);
       } else if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&*frame.value())) {
-        calls_.give_up(cancel->id);
+        if (plan_.relay) plan_.relay->cancel_call(cancel->id);
+        else calls_.give_up(cancel->id);
       } else {
         done_ = std::get<protocol::done_frame>(*frame.value());
         break;
       }
+    }
+    if (plan_.relay) {
+      // The client's gateway ends its own calls and records them; nothing here waits for them.
+      relay_ended_ = true;
+      plan_.relay->end();
+      co_return;
     }
     const auto problems = co_await calls_.end_calls();
     outcome_.result.problems.insert(outcome_.result.problems.end(), problems.begin(), problems.end());
@@ -487,6 +506,8 @@ class session {
   std::map<std::string, std::string> environment_;
   binding_gateway gateway_;
   call_dispatcher calls_;
+  std::shared_ptr<completion_sink> relay_answers_ = std::make_shared<completion_sink>(io_);
+  bool relay_ended_ = false;
 
   launcher_process launcher_;
   std::string token_;

@@ -12,6 +12,7 @@
 
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
+#include "psych/host/call_relay.hpp"
 #include "binding_gateway.hpp"
 #include "launcher_process.hpp"
 #include "psych/protocol/frames.hpp"
@@ -38,6 +39,8 @@ struct session_plan {
   gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run
   blob_store* blobs = nullptr;  ///< where outputs and artifacts are preserved; none: previews only
   std::string tenant = "default";
+  /// Where the program's calls go instead of `bindings`' gateway (call_relay.hpp); null: answered here.
+  call_relay* relay = nullptr;
   /// Starts the launcher elsewhere (a container); null: a local_launcher of launcher_path.
   launcher_starter* starter = nullptr;
 };

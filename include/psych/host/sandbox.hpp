@@ -12,6 +12,7 @@
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
 #include "psych/host/blob_store.hpp"
+#include "psych/host/call_relay.hpp"
 #include "psych/host/run_log.hpp"
 
 namespace psych {
@@ -66,6 +67,10 @@ struct run_request {
   /// them. No invoker: the program has no bindings, whatever this lists.
   std::vector<binding> bindings;
   tool_invoker* invoker = nullptr;
+  /// Set by a service that runs programs for a remote client (psych serve): the program's calls go
+  /// to it as they arrive, unadmitted, and its answers go back; `invoker`, `budget` and `run` are
+  /// then the client's business, not this host's. `bindings` still says what `run` offers.
+  call_relay* relay = nullptr;
   /// Names the spec listed that resolve to nothing this turn: calling one is `unavailable_binding`,
   /// and the result lists them. run_code() (run_code.hpp) fills this and `bindings` per turn.
   std::vector<std::string> unavailable_bindings;

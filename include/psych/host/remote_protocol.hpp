@@ -1,0 +1,118 @@
+#pragma once
+// The remote protocol, version 1 (docs/remote-protocol.md): what remote_sandbox and `psych serve`
+// say to each other over HTTP, as plain structs. The contract codec's generic field walk encodes
+// and decodes every one, so the JSON of a frame is exactly its members.
+//
+//   GET  /v1/describe                  -> the service's description (result_json.hpp's names)
+//   POST /v1/executions/{id}           execution_request -> NDJSON: accepted, then call/cancel_call
+//                                      as the program makes them, output chunks, done; or a single
+//                                      error before anything ran
+//   POST /v1/executions/{id}/results   NDJSON of result frames (frames.hpp), the client's answers
+//   POST /v1/executions/{id}/cancel    ends the execution; its stream then carries `done`
+//
+// The id is the client's (so a load balancer can send every route of one execution to one
+// replica); every request carries `Authorization: Bearer <token>`.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include "psych/host/result_json.hpp"
+#include "psych/protocol/frames.hpp"
+#include "psych/terms.hpp"
+
+namespace psych::remote {
+
+inline constexpr std::string_view protocol_version = "psych-remote/1";
+
+/// The body of POST /v1/executions/{id}.
+struct execution_request {
+  static constexpr std::array<std::string_view, 3> required_members{"version", "program", "terms"};
+  std::string version;
+  std::string program;
+  std::string filename = "<program>";
+  execution_terms terms;
+  /// What `run` offers the program (the client's gateway answers the calls).
+  std::vector<protocol::binding_info> bindings;
+  std::string tenant = "default";
+};
+
+// ---- the execution's stream, service -> client ----------------------------------------------
+
+/// First frame: the terms are within what the service can meet and a slot is held. Nothing has run
+/// before it; the program may run after it.
+struct accepted_frame {
+  static constexpr std::string_view type = "accepted";
+  static constexpr std::array<std::string_view, 2> required_members{"version", "execution_id"};
+  std::string version;
+  std::string execution_id;
+  std::string backend;  ///< the service's local backend, e.g. "linux-namespaces"
+};
+
+/// Captured bytes, in order, base64: stdout, stderr, or collected artifact number `index` of done.
+struct output_frame {
+  static constexpr std::string_view type = "output";
+  static constexpr std::array<std::string_view, 2> required_members{"stream", "data"};
+  std::string stream;  ///< "stdout", "stderr" or "artifact"
+  std::uint64_t index = 0;
+  std::string data;
+};
+
+/// A collected artifact's name and size; its bytes are the `output` chunks with its index.
+struct artifact_entry {
+  std::string path;
+  std::uint64_t size_bytes = 0;
+};
+
+/// What the service's backend produced, less the bytes (sent as `output` frames before this) and
+/// less what only the client knows (attachments, binding meters, unavailable bindings).
+struct execution_outcome {
+  std::optional<json_text> value;
+  std::optional<sandbox_failure> failure;
+  std::uint64_t stdout_size = 0, stderr_size = 0;
+  std::vector<artifact_entry> artifacts;
+  std::uint64_t artifacts_omitted = 0;
+  std::map<std::string, std::uint64_t> artifacts_omitted_by_reason;
+  double duration_seconds = 0;
+  std::optional<limit_name> limit_hit;
+  bool cancelled = false;
+  std::optional<isolation_level> isolation;
+  guarantee_grades guarantees;
+  bool network_denied = false;
+  std::vector<std::string> problems;
+};
+
+/// The last frame of an execution that was accepted.
+struct done_frame {
+  static constexpr std::string_view type = "done";
+  static constexpr std::array<std::string_view, 1> required_members{"outcome"};
+  execution_outcome outcome;
+};
+
+/// Why the service will not (or can no longer) carry the execution. Before `accepted`, nothing ran.
+struct error_frame {
+  static constexpr std::string_view type = "error";
+  static constexpr std::array<std::string_view, 2> required_members{"code", "message"};
+  /// "terms_unmet" (with `refusal`), "bad_request", "busy", "shutting_down", "internal"
+  std::string code;
+  std::string message;
+  std::optional<refusal_reason> refusal;
+};
+
+}  // namespace psych::remote
+
+BOOST_HANA_ADAPT_STRUCT(psych::execution_terms, isolation, limits, network, output, artifacts);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_request, version, program, filename, terms, bindings, tenant);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::accepted_frame, version, execution_id, backend);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::output_frame, stream, index, data);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::artifact_entry, path, size_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_outcome, value, failure, stdout_size, stderr_size, artifacts,
+                        artifacts_omitted, artifacts_omitted_by_reason, duration_seconds, limit_hit, cancelled,
+                        isolation, guarantees, network_denied, problems);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::done_frame, outcome);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::error_frame, code, message, refusal);

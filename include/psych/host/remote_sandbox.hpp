@@ -1,0 +1,54 @@
+#pragma once
+// The remote backend: programs run on a sandbox service (`psych serve`, or anything speaking
+// docs/remote-protocol.md), while the program's calls come back here and go through this host's
+// own gateway, budget and run log, so the tools never move to the service. Failures of the service
+// are provider_error, never retried: only describe() retries.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "psych/host/sandbox.hpp"
+#include "psych/result.hpp"
+
+namespace psych {
+
+/// Where the bearer token comes from: called fresh for each execution and each describe(), so a
+/// rotated secret is picked up at once. It is the only source of the credential, which never
+/// appears in a result, a record, a log line, a URL, an error message or an exception.
+using secret_resolver = std::function<result<std::string>()>;
+
+struct remote_sandbox_options {
+  /// "https://host:port". http:// is refused with a credential unless the host is loopback or
+  /// allow_insecure_http says the network in between is trusted.
+  std::string url;
+  secret_resolver token;
+  /// PEM file of the CA (or the self-signed certificate) the service's certificate must chain
+  /// to; default: the system's trust store. The host name is always verified.
+  std::optional<std::string> ca_file;
+  bool allow_insecure_http = false;
+  /// Connecting and the TLS handshake, per connection.
+  double connect_timeout_seconds = 10;
+  /// How long a description read from the service is used (offer(), and run()'s check before
+  /// sending a program) before it is read again.
+  double describe_ttl_seconds = 10;
+  /// describe() attempts (the only request that is ever retried), with a backoff of 0.2 s doubling.
+  int describe_attempts = 3;
+  /// Beyond the terms' wall clock, how long the client waits for the service's `done` before it
+  /// posts a cancel and reports `timeout`: the service enforces the wall clock itself and needs
+  /// its graces and the network.
+  double wall_clock_slack_seconds = 10;
+  /// After a cancel is posted, how long the service's `done` is waited for.
+  double cancel_grace_seconds = 5;
+};
+
+/// A sandbox whose executions run on the service at options.url, or a sandbox_setup error for
+/// a URL that is not one, a credential over plaintext to a host that is not loopback, or a CA file
+/// that cannot be read. Nothing is sent until describe(), offer() or run().
+result<std::unique_ptr<sandbox>> remote_sandbox(remote_sandbox_options options);
+
+/// A secret_resolver that runs `command` with /bin/sh each time and takes its standard output,
+/// without the trailing newline (psych's --token-command). A failure never quotes the output.
+secret_resolver command_secret(std::string command);
+
+}  // namespace psych
