@@ -1,7 +1,11 @@
 #include "backends.hpp"
 
 #include "container_runtime.hpp"
+#include "psych/host/remote_sandbox.hpp"
+#include "psych/host/sandbox_service.hpp"
 #include "psych/protocol/json.hpp"
+#include "run_command.hpp"
+#include "session.hpp"
 
 #include <dirent.h>
 #include <signal.h>
@@ -53,9 +57,12 @@ const std::vector<backend_under_test>& backends() {
     container.temp_root = temp_root();
     psych::local_sandbox_options container_view = isolated;
     container_view.backend = "container";
+    backend_under_test remote{"remote", isolated, std::nullopt};
+    remote.remote = true;
     return std::vector<backend_under_test>{{"linux-process", process, std::nullopt},
                                            {"linux-isolated", isolated, std::nullopt},
-                                           {"container", container_view, container}};
+                                           {"container", container_view, container},
+                                           remote};
   }();
   return all;
 }
@@ -128,10 +135,107 @@ psych::result<std::unique_ptr<psych::sandbox>> shared_container_sandbox(const ps
   return std::unique_ptr<psych::sandbox>(std::make_unique<shared_sandbox>(found->second));
 }
 
+/// One psych serve per set of backend options, over TLS on an ephemeral loopback port with a
+/// throwaway self-signed certificate and token, kept for the whole run (a service probes its
+/// backend when it starts, which each case would otherwise pay for again).
+struct remote_service {
+  std::unique_ptr<psych::sandbox_service> service;
+  std::string url;
+};
+
+struct remote_services {
+  std::mutex lock;
+  std::string dir;  ///< the certificate, its key and the token file
+  std::string token;
+  std::map<std::string, remote_service> by_options;
+
+  psych::result<void> prepare() {
+    if (!dir.empty()) return psych::success();
+    std::string pattern = std::filesystem::temp_directory_path().string() + "/psych-conformance-tls-XXXXXX";
+    if (!::mkdtemp(pattern.data())) return psych::failure(psych::error_kind::system_call_failed, "mkdtemp");
+    dir = pattern;
+    auto made = psych::host::run_command(
+        {"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=IP:127.0.0.1,DNS:localhost", "-days", "1"},
+        {"PATH=/usr/bin:/bin"}, std::chrono::seconds(30));
+    if (!made || made.value().exit_code != 0)
+      return psych::failure(psych::error_kind::sandbox_setup,
+                            "openssl could not make a test certificate: " +
+                                (made ? made.value().stderr_text : made.error().message()));
+    token = "conformance-" + psych::host::random_token();
+    std::ofstream(dir + "/tokens") << "conformance " << token << "\n";
+    return psych::success();
+  }
+
+  ~remote_services() { stop(); }
+  void stop() {
+    for (auto& [key, entry] : by_options) entry.service->shutdown();
+    by_options.clear();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+    dir.clear();
+  }
+};
+
+remote_services& services() {
+  static remote_services all;
+  return all;
+}
+
+psych::result<std::unique_ptr<psych::sandbox>> remote_sandbox_for(const psych::local_sandbox_options& o) {
+  auto& all = services();
+  std::lock_guard hold(all.lock);
+  if (auto prepared = all.prepare(); !prepared) return prepared.error();
+  const auto key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", o.backend.value_or(""), o.run_as_uid.value_or(-1),
+                               o.run_as_gid.value_or(-1), o.run_as_range.first, o.run_as_range.count, o.temp_root,
+                               psych::protocol::encode_json(o.limit_ceiling), o.allow_same_uid,
+                               o.python_bin.value_or(""));
+  auto found = all.by_options.find(key);
+  if (found == all.by_options.end()) {
+    auto inner = psych::local_sandbox(o);
+    if (!inner) return inner.error();
+    auto service = psych::sandbox_service::start(std::move(inner).value(),
+                                                 {.listen_host = "127.0.0.1",
+                                                  .port = 0,
+                                                  .tls_cert_file = all.dir + "/cert.pem",
+                                                  .tls_key_file = all.dir + "/key.pem",
+                                                  .token_file = all.dir + "/tokens",
+                                                  .max_concurrent = 16,
+                                                  // No probe of its own between cases: one running
+                                                  // beside a case would be its leftover, and hold a uid.
+                                                  .describe_refresh_seconds = 0,
+                                                  .access_log = [](std::string_view) {}});
+    if (!service) return service.error();
+    const auto url = fmt::format("https://127.0.0.1:{}", service.value()->port());
+    found = all.by_options.emplace(key, remote_service{std::move(service).value(), url}).first;
+  }
+  return psych::remote_sandbox({.url = found->second.url,
+                                .token = [token = all.token]() -> psych::result<std::string> { return token; },
+                                .ca_file = all.dir + "/cert.pem"});
+}
+
 }  // namespace
+
+std::uint64_t remote_executions_left() {
+  auto& all = services();
+  std::lock_guard hold(all.lock);
+  std::uint64_t left = 0;
+  for (auto& [key, entry] : all.by_options) {
+    const auto stats = entry.service->stats();
+    left += stats.running + stats.queued;
+  }
+  return left;
+}
+
+void stop_remote_services() {
+  auto& all = services();
+  std::lock_guard hold(all.lock);
+  all.stop();
+}
 
 psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend) {
   if (backend.container) return shared_container_sandbox(*backend.container);
+  if (backend.remote) return remote_sandbox_for(backend.options);
   return psych::local_sandbox(backend.options);
 }
 
@@ -146,6 +250,7 @@ void for_each_backend(const std::function<void(psych::sandbox&, const backend_un
       body(*sandbox.value(), backend);
       if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
       check_no_container_left(backend);
+      if (backend.remote) CHECK_MESSAGE(remote_executions_left() == 0, "executions left on the service");
       CHECK(leftovers_in_temp_root().empty());
       CHECK(abandoned_cgroups().empty());
     }
@@ -341,6 +446,7 @@ void for_each_backend_as(std::int64_t uid,
       const auto temp = leftovers_in_temp_root();
       CHECK_MESSAGE(temp.empty(), "left in the temp root:\n" << joined(temp));
       check_no_container_left(backend);
+      if (backend.remote) CHECK_MESSAGE(remote_executions_left() == 0, "executions left on the service");
       const auto host = host_leftovers_left_by(backend);
       CHECK_MESSAGE(host.empty(), "uid " << backend.child_uid << " left on the host:\n" << joined(host));
       remove_what_was_left(backend);

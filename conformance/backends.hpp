@@ -29,6 +29,9 @@ struct backend_under_test {
   std::int64_t child_uid = -1;
   std::vector<int> processes_before;
   std::vector<std::string> host_entries_before;
+  /// The remote backend: remote_sandbox() over TLS on loopback to an in-process psych serve
+  /// (sandbox_service) whose backend is local_sandbox(options) — linux-namespaces, as linux-isolated.
+  bool remote = false;
 };
 
 /// Whether the backend runs the program behind namespaces, where the pids it reports are its
@@ -37,13 +40,19 @@ inline bool isolated(const backend_under_test& backend) {
   return backend.options.isolation == psych::isolation_level::isolated;
 }
 
-/// Every backend the suite knows, available here or not: linux-process, linux-isolated, and the
+/// Every backend the suite knows, available here or not: linux-process, linux-isolated, the
 /// container backend (image $PSYCH_CONFORMANCE_IMAGE, default localhost/psych-python:bookworm,
-/// which scripts/build-image makes).
+/// which scripts/build-image makes), and remote (psych serve over TLS on loopback, running
+/// linux-namespaces).
 const std::vector<backend_under_test>& backends();
 
-/// The backend's sandbox: local_sandbox() or container_sandbox().
+/// The backend's sandbox: local_sandbox(), container_sandbox(), or remote_sandbox() to a service.
 psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend);
+
+/// Executions running or queued on the remote backend's services: none may outlive a case.
+std::uint64_t remote_executions_left();
+/// Shuts down the remote backend's services (main(), after the run).
+void stop_remote_services();
 
 /// Containers of psych's (label psych.execution) that exist now, by id: none may outlive a case.
 std::vector<std::string> containers_left();

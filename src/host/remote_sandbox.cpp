@@ -289,7 +289,9 @@ class remote_backend final : public sandbox {
   description cached_description() const {
     {
       std::lock_guard lock(mutex_);
-      if (cached_ && clock::now() - cached_at_ < millis(options_.describe_ttl_seconds)) return *cached_;
+      // Only a ready description is kept: a service that was busy or unreachable is asked again.
+      if (cached_ && cached_->ready && clock::now() - cached_at_ < millis(options_.describe_ttl_seconds))
+        return *cached_;
     }
     return const_cast<remote_backend*>(this)->describe();
   }
@@ -304,7 +306,8 @@ class remote_backend final : public sandbox {
   awaitable<result<description>> fetch_description_with(std::string token) {
     auto link = co_await connect();
     if (!link) co_return link.error();
-    auto request = request_to<http::string_body>(http::verb::get, "/v1/describe", token);
+    // Fresh: describe() is the port's probe, not the service's last periodic one.
+    auto request = request_to<http::string_body>(http::verb::get, "/v1/describe?fresh=1", token);
     request.set(http::field::accept, "application/json");
     auto response = co_await exchange(*link.value(), request, description_limit,
                                       millis(options_.connect_timeout_seconds));

@@ -146,6 +146,9 @@ struct execution {
   enum class phase { queued, granted, running, finished } state = phase::queued;
   bool cancel_requested = false;
   bool client_gone = false;
+  /// Released as soon as the backend's run() returned: sending the outcome holds no sandbox, and a
+  /// client that has its `done` must find the slot free already.
+  bool slot_released = false;
   std::stop_source stop;
   std::unique_ptr<service_relay> relay;
   std::deque<std::string> outbox;  ///< NDJSON lines for the client, in order
@@ -248,6 +251,9 @@ struct sandbox_service::impl {
   std::deque<std::string> recent_order;
   std::size_t running = 0;
   std::set<beast::tcp_stream*> connections;
+  std::thread prober;  ///< a fresh describe's probe
+  bool probing = false;
+  std::vector<std::shared_ptr<asio::steady_timer>> probe_waiters;
   bool shutting_down = false;
   std::promise<void> drained;
   bool drained_set = false;
@@ -388,7 +394,10 @@ struct sandbox_service::impl {
     if (too_many_fields(request)) co_return co_await answer(431, json_error("bad_request", "too many header fields"));
     const std::string_view target = request.target();
     std::string_view id, action;
-    const bool describe_route = target == "/v1/describe";
+    // ?fresh=1: probe the backend now (remote describe() does), instead of the periodic probe's
+    // answer (what a health check reads). Concurrent fresh requests share one probe.
+    const bool fresh = target == "/v1/describe?fresh=1";
+    const bool describe_route = target == "/v1/describe" || fresh;
     if (!describe_route) {
       constexpr std::string_view prefix = "/v1/executions/";
       if (!target.starts_with(prefix)) co_return co_await answer(404, json_error("not_found", "no such route"));
@@ -411,6 +420,7 @@ struct sandbox_service::impl {
       if (method != http::verb::get) co_return co_await answer(405, json_error("bad_request", "use GET"));
       if (request.has_content_length() || request.chunked())
         co_return co_await answer(400, json_error("bad_request", "describe takes no body"));
+      if (fresh) co_await probe_now();
       std::string json;
       {
         std::lock_guard lock(describe_mutex);
@@ -448,6 +458,24 @@ struct sandbox_service::impl {
   }
 
   // ---- executions -------------------------------------------------------------------------
+
+  awaitable<void> probe_now() {
+    auto waiter = std::make_shared<asio::steady_timer>(io, clock::time_point::max());
+    probe_waiters.push_back(waiter);
+    if (!probing) {
+      probing = true;
+      if (prober.joinable()) prober.join();  // it posted its end already
+      prober = std::thread([this] {
+        refresh_description();
+        asio::post(io, [this] {
+          probing = false;
+          for (auto& w : probe_waiters) w->cancel();
+          probe_waiters.clear();
+        });
+      });
+    }
+    co_await waiter->async_wait(use_tuple);
+  }
 
   unsigned cancel(const std::string& id, const std::string& client) {
     const auto found = executions.find(id);
@@ -585,7 +613,7 @@ struct sandbox_service::impl {
     // The slot is held: from here every path releases it, once the worker is done.
     count([](auto& c) { ++c.executions_started; });
     co_await stream_execution(stream, exec, std::move(request), record);
-    release_slot();
+    if (!exec->slot_released) release_slot();
     forget(exec);
   }
 
@@ -691,6 +719,8 @@ struct sandbox_service::impl {
       if (!writing) exec->outbox.clear();
       if (exec->result && !framed) {
         exec->worker.join();
+        exec->slot_released = true;
+        release_slot();
         if (exec->relay) exec->relay->end();
         record.outcome = exec->result->failure ? std::string(name_of(exec->result->failure->kind)) : "ok";
         if (exec->result->cancelled || exec->client_gone) count([](auto& c) { ++c.executions_cancelled; });
@@ -798,9 +828,11 @@ result<std::unique_ptr<sandbox_service>> sandbox_service::start(std::unique_ptr<
     for (;;) {
       {
         std::unique_lock lock(raw->refresh_mutex);
-        if (raw->refresh_wake.wait_for(lock, stop, raw->options.describe_refresh_seconds > 0
-                                                       ? millis(raw->options.describe_refresh_seconds)
-                                                       : std::chrono::milliseconds(1000),
+        if (raw->options.describe_refresh_seconds <= 0) {
+          raw->refresh_wake.wait(lock, stop, [] { return false; });
+          return;
+        }
+        if (raw->refresh_wake.wait_for(lock, stop, millis(raw->options.describe_refresh_seconds),
                                        [] { return false; }) ||
             stop.stop_requested())
           return;
@@ -836,6 +868,7 @@ void sandbox_service::shutdown() {
     impl_->refresh_wake.notify_all();
     if (impl_->refresher.joinable()) impl_->refresher.join();
     impl_->io_thread.join();
+    if (impl_->prober.joinable()) impl_->prober.join();
   });
 }
 

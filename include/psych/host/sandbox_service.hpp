@@ -32,7 +32,8 @@ struct sandbox_service_options {
   std::size_t max_connections = 512;
   /// On shutdown, how long running executions may go on before they are cancelled.
   double drain_seconds = 30;
-  /// How often the backend's description is probed again (GET /v1/describe serves the last one).
+  /// How often the backend's description is probed again (GET /v1/describe serves the last one;
+  /// ?fresh=1 probes now). 0: only at start and on ?fresh=1.
   double describe_refresh_seconds = 30;
   /// The TLS handshake, and each request's header and body, must arrive within this.
   double request_timeout_seconds = 10;
