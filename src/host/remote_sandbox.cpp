@@ -405,9 +405,11 @@ awaitable<void> remote_execution::main() {
   if (!link) {
     fail(link.error().message());
   } else {
-    stream_link_ = link.value().get();
-    if (ending_ != ending::none) begin_cancel(ending_);  // asked before the connection was up
-    co_await stream_frames(*link.value());
+    // Cancelled (or out of time) before the program was sent: it is not sent at all.
+    if (ending_ == ending::none) {
+      stream_link_ = link.value().get();
+      co_await stream_frames(*link.value());
+    }
     if (accepted_ && !outcome_ && !cancel_posted_) {
       // The stream failed with the program possibly running: make sure it ends on the service.
       co_await post_cancel();
@@ -505,6 +507,9 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
           fail("frame_out_of_sequence: the service's first frame is neither `accepted` nor `error`");
           co_return;
         }
+        // The service says it accepted an execution: whatever is wrong with the frame, ours may be
+        // running under it, so main() posts a cancel once the stream is given up.
+        accepted_ = true;
         if (accepted->execution_id != id_) {
           fail("the service's stream is for another execution");
           co_return;
@@ -514,7 +519,6 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
                            remote::protocol_version));
           co_return;
         }
-        accepted_ = true;
         continue;
       }
       if (auto* call = std::get_if<protocol::call_frame>(&f)) {

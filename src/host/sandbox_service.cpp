@@ -288,9 +288,14 @@ struct sandbox_service::impl {
   }
 
   std::optional<std::string> authenticate(const http::fields& fields) const {
-    const auto header = fields[http::field::authorization];
-    if (!header.starts_with("Bearer ")) return std::nullopt;
-    const std::string_view presented(header.substr(7).data(), header.size() - 7);
+    const std::string_view header = fields[http::field::authorization];
+    // The scheme is case-insensitive (RFC 7235); the token is not.
+    constexpr std::string_view scheme = "bearer ";
+    if (header.size() <= scheme.size() ||
+        !std::equal(scheme.begin(), scheme.end(), header.begin(),
+                    [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b + 32) : b); }))
+      return std::nullopt;
+    const std::string_view presented = header.substr(scheme.size());
     std::lock_guard lock(tokens_mutex);
     return tokens.match(presented);
   }
@@ -345,11 +350,17 @@ struct sandbox_service::impl {
     while (!shutting_down || first) {
       http::request_parser<http::empty_body> header;
       header.header_limit(max_header_bytes);
+      // No body limit yet: the route's is applied in handle(). (Beast checks a Content-Length only
+      // as it parses the header, against its default of 1 MiB, and never again after the body's
+      // parser takes over.)
+      header.body_limit(boost::none);
       lowest(stream).expires_after(millis(first ? options.request_timeout_seconds : options.idle_timeout_seconds));
       auto [ec, n] = co_await http::async_read_header(stream, buffer, header, use_tuple);
       if (ec) {
-        if (ec == http::error::header_limit)
+        if (ec == http::error::header_limit) {
+          log({.time = utc_now(), .peer = peer, .status = 431, .outcome = "the request header is too large"});
           co_await respond(stream, 431, json_error("bad_request", "the request header is too large"), false);
+        }
         co_return;
       }
       first = false;
@@ -435,6 +446,10 @@ struct sandbox_service::impl {
     const std::uint64_t limit = action.empty()        ? options.max_request_bytes
                                 : action == "results" ? options.max_results_bytes
                                                       : 4096;
+    // A declared length is checked here (Beast's body parser never compares it with its limit); a
+    // chunked body is checked by the parser as it arrives.
+    if (const auto declared = header.content_length(); declared && *declared > limit)
+      co_return co_await answer(413, json_error("bad_request", fmt::format("the body is over {} bytes", limit)));
     http::request_parser<http::string_body> body(std::move(header));
     body.body_limit(limit);
     lowest(stream).expires_after(millis(options.request_timeout_seconds));
@@ -446,11 +461,19 @@ struct sandbox_service::impl {
       record.outcome = "the request did not arrive: " + ec.message();
       co_return false;
     }
-    if (route_action == "cancel") co_return co_await answer(cancel(execution_id, *client), "{}", true);
+    if (route_action == "cancel") {
+      // Somebody else's execution and one that does not exist get the same answer, body included.
+      if (cancel(execution_id, *client) != 200)
+        co_return co_await answer(404, json_error("not_found", "no such execution is running"), true);
+      co_return co_await answer(200, "{}", true);
+    }
     if (route_action == "results") {
       const auto delivered = deliver(execution_id, *client, body.get().body());
-      if (!delivered) co_return co_await answer(delivered.error().kind == error_kind::invalid_argument ? 404 : 400,
-                                                json_error("bad_request", delivered.error().message()));
+      if (!delivered) {
+        const bool missing = delivered.error().kind == error_kind::invalid_argument;
+        co_return co_await answer(missing ? 404 : 400, json_error(missing ? "not_found" : "bad_request",
+                                                                  delivered.error().message()));
+      }
       co_return co_await answer(200, fmt::format(R"({{"delivered":{}}})", delivered.value()), true);
     }
     co_await execute(stream, execution_id, *client, body.get().body(), record);

@@ -134,7 +134,7 @@ TEST_CASE("where a value or a program goes") {
     CHECK(unknown.error().detail.find("psych run --help") != std::string::npos);
     auto command = parse({"fly"});
     REQUIRE(command.has_error());
-    CHECK(command.error().detail == "unknown command 'fly': the commands are run, describe, help (see psych --help)");
+    CHECK(command.error().detail == "unknown command 'fly': the commands are run, describe, serve, help (see psych --help)");
     auto none = parse({});
     REQUIRE(none.has_error());
     CHECK(none.error().detail.starts_with("no command given"));
@@ -183,4 +183,36 @@ TEST_CASE("the help is generated from the options") {
   for (const char* option : {"--json", "--allow-same-uid", "--config", "exit status: 0 ready"})
     CHECK_MESSAGE(describe.find(option) != std::string::npos, option);
   CHECK(describe.find("--wall-seconds") == std::string::npos);
+}
+
+TEST_CASE("psych serve, and --remote for run and describe") {
+  const auto served = parse({"serve", "--listen", "127.0.0.1:9443", "--tls-cert", "c.pem", "--tls-key", "k.pem",
+                             "--token-file", "t.txt", "--backend", "linux-namespaces", "--max-concurrent", "8",
+                             "--max-queued", "2", "--drain-seconds", "5"});
+  REQUIRE(served);
+  const auto& serve = std::get<cli::serve_command>(served.value());
+  CHECK(serve.listen == "127.0.0.1:9443");
+  CHECK(serve.tls_cert == "c.pem");
+  CHECK(serve.tls_key == "k.pem");
+  CHECK(serve.token_file == "t.txt");
+  CHECK(serve.backend == "linux-namespaces");
+  CHECK(serve.max_concurrent == 8);
+  CHECK(serve.max_queued == 2);
+  CHECK(serve.drain_seconds == 5.0);
+  CHECK(error_of({"serve"}) == error_kind::invalid_argument);  // --token-file is required
+  CHECK(error_of({"serve", "--token-file", "t", "--max-concurrent", "0"}) == error_kind::invalid_limit);
+  CHECK(error_of({"serve", "--token-file", "t", "--drain-seconds", "-1"}) == error_kind::invalid_limit);
+
+  const auto ran = parse({"run", "--remote", "https://127.0.0.1:9443", "--ca", "c.pem", "--token-command", "cat t",
+                          "p.py"});
+  REQUIRE(ran);
+  const auto& remote = std::get<cli::run_command>(ran.value()).remote;
+  CHECK(remote.url == "https://127.0.0.1:9443");
+  CHECK(remote.ca_file == "c.pem");
+  CHECK(remote.token_command == "cat t");
+  CHECK_FALSE(remote.allow_insecure_http);
+  const auto described = parse({"describe", "--remote", "http://10.0.0.1:80", "--token-command", "cat t",
+                                "--allow-insecure-http"});
+  REQUIRE(described);
+  CHECK(std::get<cli::describe_command>(described.value()).remote.allow_insecure_http);
 }

@@ -1,0 +1,184 @@
+// remote_sandbox against a service that misbehaves (psych_fake_service, one --mode per case): each
+// ends as the protocol says (docs/remote-protocol.md, "Failure semantics"), within a time bound,
+// with the execution POSTed exactly once, a cancel posted where the program may be running, and
+// this process's memory bounded whatever the service streams.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "psych/host/remote_sandbox.hpp"
+#include "rss.hpp"
+#include "skip.hpp"
+#include "support.hpp"
+
+using namespace remote_test;
+using psych::failure_kind;
+
+namespace {
+
+struct hostile_case {
+  const char* mode;
+  failure_kind kind;
+  /// Words the failure's message must contain (each of them).
+  std::vector<std::string> reason;
+  int executions_posted = 1;
+  /// Whether the program may be running when the client gives up: then exactly one cancel.
+  bool cancel = false;
+  /// The least time the case may take (a wall clock that must have run out).
+  double at_least_seconds = 0;
+};
+
+constexpr double wall = 3;
+constexpr double bound_seconds = 15;
+constexpr long memory_bound_kib = 64 * 1024;
+
+void against(const hostile_case& c) {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) {
+    psych::testing::skip_case(why);
+    return;
+  }
+  fake_service fake(c.mode, *tls);
+  REQUIRE_MESSAGE(fake.started(), "psych_fake_service --mode " << c.mode << " did not start");
+  auto options = client_options(fake.url(), fresh_token(), *tls);
+  options.connect_timeout_seconds = 1;
+  auto made = psych::remote_sandbox(options);
+  REQUIRE(made);
+  auto& sandbox = *made.value();
+
+  reset_peak();
+  const auto before = read_memory();
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = sandbox.run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
+  const double took = seconds_since(start);
+  const auto after = read_memory();
+  const long growth = after.peak_kib - before.rss_kib;
+  const auto counts = fake.counts();
+  const std::string message = r.failure ? r.failure->message : std::string("(no failure)");
+  MESSAGE("mode " << std::string(c.mode) << ": " << took << " s, peak RSS +" << growth << " KiB (before " << before.rss_kib
+                  << " KiB); describe " << counts.describe << ", execute " << counts.execute << ", cancel "
+                  << counts.cancel << "; " << message);
+
+  REQUIRE(r.failure);
+  CHECK_MESSAGE(r.failure->kind == c.kind, "got " << psych::name_of(r.failure->kind) << ": " << message);
+  for (const auto& word : c.reason) CHECK_MESSAGE(message.find(word) != std::string::npos, "no '" << word << "' in: " << message);
+  if (c.kind == failure_kind::timeout) CHECK(r.limit_hit == psych::limit_name::wall_seconds);
+  CHECK(took < bound_seconds);
+  CHECK(took >= c.at_least_seconds);
+  CHECK(counts.execute == c.executions_posted);  // never re-sent
+  if (c.cancel) CHECK(counts.cancel == 1);
+  CHECK(counts.cancel <= 1);
+  CHECK(counts.other == 0);
+  if (psych::testing::rss_is_meaningful) CHECK(growth < memory_bound_kib);
+  CHECK_MESSAGE(fake.stop(), "the fake service died on its own");
+}
+
+}  // namespace
+
+TEST_CASE("hostile service: a valid stream is a result (the fake service's control case)") {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) return psych::testing::skip_case(why);
+  fake_service fake("valid", *tls);
+  REQUIRE(fake.started());
+  auto made = psych::remote_sandbox(client_options(fake.url(), fresh_token(), *tls));
+  REQUIRE(made);
+  const auto r = made.value()->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
+  CHECK_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+  REQUIRE(r.value);
+  CHECK(r.value->text == "42");
+  CHECK(r.stdout_data == "hi\n");
+  CHECK(r.isolation == psych::isolation_level::isolated);
+  const auto counts = fake.counts();
+  CHECK(counts.describe == 1);
+  CHECK(counts.execute == 1);
+  CHECK(counts.cancel == 0);
+  CHECK(fake.stop());
+}
+
+TEST_CASE("hostile service: one line that never ends") {
+  against({"endless_line", failure_kind::provider_error, {"frame exceeds"}, 1, true});
+}
+TEST_CASE("hostile service: millions of empty lines") {
+  against({"empty_lines", failure_kind::provider_error, {"empty lines"}, 1, true});
+}
+TEST_CASE("hostile service: one byte a second runs into the wall clock") {
+  against({"slow", failure_kind::timeout, {"wall clock", "cancel"}, 1, true, wall + 1});
+}
+TEST_CASE("hostile service: HTTP 500") {
+  against({"status_500", failure_kind::provider_error, {"HTTP 500"}});
+}
+TEST_CASE("hostile service: a redirect is not followed") {
+  against({"redirect_302", failure_kind::provider_error, {"HTTP 302"}});
+}
+TEST_CASE("hostile service: 200 with text/html") {
+  against({"html_200", failure_kind::provider_error, {"text/html"}});
+}
+TEST_CASE("hostile service: the connection closes in the middle of a frame") {
+  against({"close_mid_frame", failure_kind::provider_error, {"the service's stream"}, 1, true});
+}
+TEST_CASE("hostile service: frames after done") {
+  against({"frames_after_done", failure_kind::provider_error, {"after its last"}});
+}
+TEST_CASE("hostile service: done before accepted") {
+  against({"done_before_accepted", failure_kind::provider_error, {"accepted"}});
+}
+TEST_CASE("hostile service: a response header of a megabyte") {
+  against({"huge_header", failure_kind::provider_error, {"header"}});
+}
+TEST_CASE("hostile service: a stream for another execution") {
+  // The service said it accepted something: ours may be running under it, so a cancel goes too.
+  against({"wrong_execution_id", failure_kind::provider_error, {"another execution"}, 1, true});
+}
+TEST_CASE("hostile service: describe never answered -> not ready, nothing sent") {
+  against({"describe_hang", failure_kind::launch_failed, {"not ready", "nothing was sent"}, 0, false});
+}
+TEST_CASE("hostile service: accepted, then silence -> the client's wall clock, and a cancel") {
+  against({"accepted_then_silent", failure_kind::timeout, {"wall clock", "cancel"}, 1, true, wall + 1});
+}
+
+TEST_CASE("hostile service: describe_hang's describe() itself is bounded and says not ready") {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) return psych::testing::skip_case(why);
+  fake_service fake("describe_hang", *tls);
+  REQUIRE(fake.started());
+  auto options = client_options(fake.url(), fresh_token(), *tls);
+  options.connect_timeout_seconds = 1;
+  auto made = psych::remote_sandbox(options);
+  REQUIRE(made);
+  const auto start = std::chrono::steady_clock::now();
+  const auto d = made.value()->describe();
+  const double took = seconds_since(start);
+  MESSAGE("describe() against a service that never answers: " << took << " s");
+  CHECK_FALSE(d.ready);
+  REQUIRE_FALSE(d.problems.empty());
+  CHECK(d.problems.front().find("3 attempts") != std::string::npos);
+  CHECK(fake.counts().describe == 3);  // only describe is retried, and only so often
+  CHECK(took < bound_seconds);
+  CHECK(fake.stop());
+}
+
+TEST_CASE("remote_sandbox: a stop requested before the connection is up sends no program") {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) return psych::testing::skip_case(why);
+  fake_service fake("valid", *tls);
+  REQUIRE(fake.started());
+  auto made = psych::remote_sandbox(client_options(fake.url(), fresh_token(), *tls));
+  REQUIRE(made);
+  REQUIRE(made.value()->describe().ready);
+  std::stop_source stop;
+  stop.request_stop();
+  const auto r = made.value()->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)}, stop.get_token());
+  REQUIRE(r.failure);
+  CHECK(r.failure->kind == failure_kind::cancelled);
+  CHECK(r.cancelled);
+  CHECK_FALSE(r.value);
+  CHECK(fake.counts().execute == 0);
+  CHECK(fake.stop());
+}
