@@ -19,6 +19,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "host_leftovers.hpp"
+#include "skip.hpp"
+
 extern char** environ;
 
 namespace remote_test {
@@ -122,24 +125,31 @@ struct generated_certificate {
   }
 };
 
+/// What `made` made, or null with why it could not.
+const certificate* files_or_why(const generated_certificate& made, std::string* why) {
+  if (made.ok) return &made.files;
+  if (why) *why = made.why;
+  return nullptr;
+}
+
 }  // namespace
 
+// Each has a static of its own: made once, on first use, and the two certificates differ.
 const certificate* test_certificate(std::string* why) {
   static generated_certificate made;
-  if (!made.ok) {
-    if (why) *why = made.why;
-    return nullptr;
-  }
-  return &made.files;
+  return files_or_why(made, why);
 }
 
 const certificate* other_certificate(std::string* why) {
   static generated_certificate made;
-  if (!made.ok) {
-    if (why) *why = made.why;
-    return nullptr;
-  }
-  return &made.files;
+  return files_or_why(made, why);
+}
+
+const certificate* certificate_or_skip(std::source_location where) {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) psych::testing::skip_case(why, where);
+  return tls;
 }
 
 const std::string& children_root() {
@@ -269,6 +279,18 @@ std::optional<service_under_test> start_service(const std::vector<std::string>& 
     return std::nullopt;
   }
   s.service = std::move(started).value();
+  s.tls = &tls;
+  return s;
+}
+
+std::optional<service_under_test> service_or_skip(const std::vector<std::string>& token_lines,
+                                                   const std::function<void(psych::sandbox_service_options&)>& tune,
+                                                   std::source_location where) {
+  const auto* tls = certificate_or_skip(where);
+  if (!tls) return std::nullopt;
+  std::string why;
+  auto s = start_service(token_lines, *tls, &why, tune);
+  if (!s) psych::testing::skip_case(why, where);
   return s;
 }
 
@@ -281,6 +303,22 @@ psych::remote_sandbox_options client_options(const std::string& url, const std::
   o.wall_clock_slack_seconds = 1;
   o.cancel_grace_seconds = 1;
   return o;
+}
+
+psych::remote_sandbox_options client_options(const service_under_test& service, const std::string& token) {
+  return client_options(service.url(), token, *service.tls);
+}
+
+std::unique_ptr<psych::sandbox> made_client(psych::remote_sandbox_options options) {
+  auto made = psych::remote_sandbox(std::move(options));
+  REQUIRE(made);
+  return std::move(made).value();
+}
+
+std::unique_ptr<psych::sandbox> ready_client(psych::remote_sandbox_options options) {
+  auto client = made_client(std::move(options));
+  REQUIRE(client->describe().ready);
+  return client;
 }
 
 psych::execution_terms short_terms(double wall) {
@@ -323,6 +361,11 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
+}
+
+void check_no_children_left() {
+  if (::geteuid() == 0)
+    CHECK(eventually([] { return psych::testing::processes_of(child_uid).empty(); }, std::chrono::seconds(5)));
 }
 
 }  // namespace remote_test

@@ -1,7 +1,9 @@
 #pragma once
 // What the remote tests share: a throwaway certificate (openssl CLI), tokens, the children's uid and
 // temp root, the fake service as a child process, an in-process sandbox_service on a local backend,
-// a process runner with a time bound, and the memory and descriptor readings of this process.
+// a process runner with a time bound, and the memory and descriptor readings of this process; and
+// the steps most cases begin with (a service or the certificate, else a skip; a client REQUIREd to be
+// made) and end with (no child process left).
 #include <sys/types.h>
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,8 @@ struct certificate {
 const certificate* test_certificate(std::string* why);
 /// Another one, for "the service's certificate does not chain to the configured CA".
 const certificate* other_certificate(std::string* why);
+/// test_certificate(), or null with the case reported as skipped (at `where`, the caller's line).
+const certificate* certificate_or_skip(std::source_location where = std::source_location::current());
 
 /// The root the service's children make their directories in (0711, removed at exit).
 const std::string& children_root();
@@ -108,6 +113,7 @@ struct service_under_test {
   std::string token_file;
   std::shared_ptr<access_log> log;
   std::unique_ptr<psych::sandbox_service> service;
+  const certificate* tls = nullptr;  ///< what it serves, and so what its clients trust as their CA
   [[nodiscard]] std::string url() const { return "https://127.0.0.1:" + std::to_string(service->port()); }
 };
 /// `tokens`: lines of the token file ("name token"). `tune` adjusts the options before start.
@@ -115,9 +121,23 @@ struct service_under_test {
 std::optional<service_under_test> start_service(const std::vector<std::string>& token_lines, const certificate& tls,
                                                 std::string* why,
                                                 const std::function<void(psych::sandbox_service_options&)>& tune = {});
+/// start_service() with test_certificate(); nullopt, with the case reported as skipped (at `where`),
+/// when either cannot be had here.
+std::optional<service_under_test> service_or_skip(
+    const std::vector<std::string>& token_lines,
+    const std::function<void(psych::sandbox_service_options&)>& tune = {},
+    std::source_location where = std::source_location::current());
 
 /// remote_sandbox options for a service at `url` with this token and the test CA.
 psych::remote_sandbox_options client_options(const std::string& url, const std::string& token, const certificate& ca);
+/// The same for a service_under_test: its url, and its own certificate as the CA.
+psych::remote_sandbox_options client_options(const service_under_test& service, const std::string& token);
+
+/// remote_sandbox(options), REQUIREd to be made (a URL and CA file it accepts).
+std::unique_ptr<psych::sandbox> made_client(psych::remote_sandbox_options options);
+/// made_client(options), REQUIREd as well to find the service ready: the case is about what comes
+/// after, not about reaching it.
+std::unique_ptr<psych::sandbox> ready_client(psych::remote_sandbox_options options);
 
 /// Terms for a trivial program: process isolation, `wall` seconds of wall clock.
 psych::execution_terms short_terms(double wall);
@@ -136,5 +156,9 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 
 /// Waits up to `limit` for `done()`; its last answer.
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
+/// CHECKs that no process of child_uid is alive within 5 s. Only as root: otherwise the children
+/// run as this process's own uid, and cannot be told apart from anything else of it.
+void check_no_children_left();
 
 }  // namespace remote_test

@@ -16,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "host_leftovers.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "raw_client.hpp"
 #include "rss.hpp"
@@ -33,21 +32,7 @@ constexpr std::string_view unauthorized_body = R"({"error":"unauthorized","messa
 void check_nothing_left(const psych::sandbox_service& service) {
   CHECK(eventually([&] { return service.stats().running == 0 && service.stats().queued == 0; },
                    std::chrono::seconds(5)));
-  if (::geteuid() == 0)
-    CHECK(eventually([] { return psych::testing::processes_of(child_uid).empty(); }, std::chrono::seconds(5)));
-}
-
-std::optional<service_under_test> service_or_skip(const std::vector<std::string>& tokens,
-                                                   const std::function<void(psych::sandbox_service_options&)>& tune = {}) {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) {
-    psych::testing::skip_case(why);
-    return std::nullopt;
-  }
-  auto s = start_service(tokens, *tls, &why, tune);
-  if (!s) psych::testing::skip_case(why);
-  return s;
+  check_no_children_left();
 }
 
 header_list bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
@@ -59,6 +44,64 @@ bool describe_answers(std::uint16_t port, const std::string& token) {
   return response && response->status == 200 && response->body.find("\"ready\":true") != std::string::npos;
 }
 
+/// A TLS connection to the service, REQUIREd to open.
+std::unique_ptr<raw_connection> connection_to(const service_under_test& s) {
+  auto c = raw_connection::open(s.service->port(), true);
+  REQUIRE(c);
+  return c;
+}
+
+/// How far sending a request a byte at a time got before the service closed the connection.
+struct trickled {
+  std::size_t sent = 0;  ///< bytes written before the connection closed
+  bool closed = false;   ///< false: every byte went out (or 30 s passed) and it was still open
+  double seconds = 0;
+};
+
+/// Writes `bytes` one at a time, each followed by half a second's wait for the service to close the
+/// connection: slower than request_timeout_seconds lets a request take, so a service that enforces it
+/// closes the connection before the last byte. MESSAGEs how far it got, headed `what`.
+trickled trickle(raw_connection& c, std::string_view bytes, std::string_view what) {
+  trickled out;
+  const auto start = std::chrono::steady_clock::now();
+  while (!out.closed && out.sent < bytes.size() && seconds_since(start) < 30) {
+    if (!c.send(bytes.substr(out.sent, 1), 2)) {
+      out.closed = true;  // the write failed: the service has hung up
+    } else {
+      ++out.sent;
+      out.closed = c.closed_within(0.5);
+    }
+  }
+  out.seconds = seconds_since(start);
+  MESSAGE(what << ": closed=" << out.closed << " after " << out.sent << " of " << bytes.size() << " bytes, "
+               << out.seconds << " s");
+  return out;
+}
+
+/// `count` plain TCP connections to 127.0.0.1:port that send nothing (no TLS handshake either),
+/// REQUIREd to connect; their descriptors.
+std::vector<int> idle_connections(std::uint16_t port, int count) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<int> sockets;
+  for (int i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+    sockets.push_back(fd);
+  }
+  return sockets;
+}
+
+/// Whether the service has closed its end of `fd`: readable now, and nothing (or an error) to read.
+bool closed_by_service(int fd) {
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  char c;
+  return ::poll(&p, 1, 0) == 1 && ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
 }  // namespace
 
 TEST_CASE("hostile client: an endless body is cut off, and the service still answers") {
@@ -68,8 +111,7 @@ TEST_CASE("hostile client: an endless body is cut off, and the service still ans
   const auto port = s->service->port();
 
   SUBCASE("a Content-Length of a gibibyte: 413 before the body is read") {
-    auto c = raw_connection::open(port, true);
-    REQUIRE(c);
+    const auto c = connection_to(*s);
     const auto start = std::chrono::steady_clock::now();
     REQUIRE(c->send("POST /v1/executions/endless-1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
                     "\r\nContent-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n{\"version\":"));
@@ -82,8 +124,7 @@ TEST_CASE("hostile client: an endless body is cut off, and the service still ans
     CHECK(took < 15);
   }
   SUBCASE("a chunked body that never ends: 413 or closed, within the bound") {
-    auto c = raw_connection::open(port, true);
-    REQUIRE(c);
+    const auto c = connection_to(*s);
     reset_peak();
     const auto before = read_memory();
     const auto start = std::chrono::steady_clock::now();
@@ -115,31 +156,14 @@ TEST_CASE("hostile client: a slowloris header is closed by the request timeout")
   const auto token = fresh_token();
   auto s = service_or_skip({"alice " + token});
   if (!s) return;
-  auto c = raw_connection::open(s->service->port(), true);
-  REQUIRE(c);
+  const auto c = connection_to(*s);
   const std::string header = "GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
                              "\r\nAccept: application/json\r\n\r\n";
-  const auto start = std::chrono::steady_clock::now();
-  std::size_t sent = 0;
-  bool closed = false;
-  while (sent < header.size() && seconds_since(start) < 30) {
-    if (!c->send(std::string_view(header).substr(sent, 1), 2)) {
-      closed = true;
-      break;
-    }
-    ++sent;
-    if (c->closed_within(0.5)) {
-      closed = true;
-      break;
-    }
-  }
-  const double took = seconds_since(start);
-  MESSAGE("slowloris: closed=" << closed << " after " << sent << " of " << header.size() << " header bytes, "
-                               << took << " s (request_timeout_seconds 2)");
-  CHECK(closed);
-  CHECK(sent < header.size());
-  CHECK(took >= 1.5);
-  CHECK(took < 15);
+  const auto slowloris = trickle(*c, header, "slowloris, a header (request_timeout_seconds 2)");
+  CHECK(slowloris.closed);
+  CHECK(slowloris.sent < header.size());
+  CHECK(slowloris.seconds >= 1.5);
+  CHECK(slowloris.seconds < 15);
   CHECK(describe_answers(s->service->port(), token));
   check_nothing_left(*s->service);
 }
@@ -148,30 +172,14 @@ TEST_CASE("hostile client: a body sent a byte at a time is closed by the request
   const auto token = fresh_token();
   auto s = service_or_skip({"alice " + token});
   if (!s) return;
-  auto c = raw_connection::open(s->service->port(), true);
-  REQUIRE(c);
+  const auto c = connection_to(*s);
   const std::string body = R"({"version":"psych-remote/1","program":"6*7","terms":{}})";
   REQUIRE(c->send("POST /v1/executions/trickle-1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
                   "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
-  const auto start = std::chrono::steady_clock::now();
-  std::size_t sent = 0;
-  bool closed = false;
-  while (sent < body.size() && seconds_since(start) < 30) {
-    if (!c->send(std::string_view(body).substr(sent, 1), 2)) {
-      closed = true;
-      break;
-    }
-    ++sent;
-    if (c->closed_within(0.5)) {
-      closed = true;
-      break;
-    }
-  }
-  const double took = seconds_since(start);
-  MESSAGE("a trickled body: closed=" << closed << " after " << sent << " of " << body.size() << " bytes, " << took << " s");
-  CHECK(closed);
-  CHECK(sent < body.size());
-  CHECK(took < 15);
+  const auto trickled_body = trickle(*c, body, "a trickled body");
+  CHECK(trickled_body.closed);
+  CHECK(trickled_body.sent < body.size());
+  CHECK(trickled_body.seconds < 15);
   CHECK(s->service->stats().executions_started == 0);
   CHECK(describe_answers(s->service->port(), token));
   check_nothing_left(*s->service);
@@ -185,25 +193,11 @@ TEST_CASE("hostile client: beyond max_connections a connection is closed as it i
     o.request_timeout_seconds = 3;
   });
   if (!s) return;
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(s->service->port());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<int> sockets;
-  for (int i = 0; i < opened; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
-    sockets.push_back(fd);
-  }
+  const auto sockets = idle_connections(s->service->port(), opened);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   int held = 0;
-  for (const int fd : sockets) {
-    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-    char c;
-    const bool gone = ::poll(&p, 1, 0) == 1 && ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
-    if (!gone) ++held;
-  }
+  for (const int fd : sockets)
+    if (!closed_by_service(fd)) ++held;
   MESSAGE(held << " of " << opened << " connections held by a service with max_connections " << cap);
   CHECK(held <= cap);
   CHECK(held >= 1);
@@ -235,27 +229,12 @@ TEST_CASE("hostile client: a thousand idle connections neither stop the service 
     o.request_timeout_seconds = 4;  // time enough to use the service while every idle one is held
   });
   if (!s) return;
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  REQUIRE(tls);
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  const auto client = ready_client(client_options(*s, token));
 
   const auto fds_before = open_descriptors();
   const auto memory_before = read_memory();
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(s->service->port());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<int> sockets;
   const auto opened_at = std::chrono::steady_clock::now();
-  for (int i = 0; i < idle; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
-    sockets.push_back(fd);
-  }
+  const auto sockets = idle_connections(s->service->port(), idle);
   // Every one accepted: each end is a descriptor of this process.
   // (A descriptor or two of the service's own may come and go meanwhile.)
   const bool all_accepted =
@@ -266,9 +245,9 @@ TEST_CASE("hostile client: a thousand idle connections neither stop the service 
 
   // The service still answers a real client, at once.
   const auto start = std::chrono::steady_clock::now();
-  const auto d = made.value()->describe();
+  const auto d = client->describe();
   const double describe_took = seconds_since(start);
-  const auto r = made.value()->run({.program = "6*7", .terms = short_terms(10)});
+  const auto r = client->run({.program = "6*7", .terms = short_terms(10)});
   const double run_took = seconds_since(start) - describe_took;
   MESSAGE("with " << idle << " idle connections: describe " << describe_took << " s, run " << run_took << " s");
   CHECK(d.ready);
@@ -285,15 +264,9 @@ TEST_CASE("hostile client: a thousand idle connections neither stop the service 
   std::vector<bool> seen(sockets.size(), false);
   while (closed < idle && std::chrono::steady_clock::now() < deadline) {
     for (std::size_t i = 0; i < sockets.size(); ++i) {
-      if (seen[i]) continue;
-      pollfd p{.fd = sockets[i], .events = POLLIN, .revents = 0};
-      if (::poll(&p, 1, 0) == 1) {
-        char c;
-        if (::recv(sockets[i], &c, 1, MSG_DONTWAIT) <= 0) {
-          seen[i] = true;
-          ++closed;
-        }
-      }
+      if (seen[i] || !closed_by_service(sockets[i])) continue;
+      seen[i] = true;
+      ++closed;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -364,17 +337,12 @@ TEST_CASE("hostile client: another credential cannot cancel (or answer) an execu
   const auto alice = fresh_token(), bob = fresh_token();
   auto s = service_or_skip({"alice " + alice, "bob " + bob});
   if (!s) return;
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  REQUIRE(tls);
   const auto port = s->service->port();
-  auto made = psych::remote_sandbox(client_options(s->url(), alice, *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  const auto client = ready_client(client_options(*s, alice));
 
   psych::run_request request{.program = "import time\ntime.sleep(3)\nprint('done')\n42", .terms = short_terms(20)};
   request.run.execution_id = "owned-by-alice-1";
-  auto running = std::async(std::launch::async, [&] { return made.value()->run(request); });
+  auto running = std::async(std::launch::async, [&] { return client->run(request); });
   REQUIRE(eventually([&] { return s->service->stats().running == 1; }, std::chrono::seconds(10)));
 
   const auto cancel = raw_request(port, "POST", "/v1/executions/owned-by-alice-1/cancel", bearer(bob));
@@ -413,22 +381,17 @@ TEST_CASE("hostile client: request bodies are bounded by max_request_bytes, not 
   const auto token = fresh_token();
   auto s = service_or_skip({"alice " + token});
   if (!s) return;
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  REQUIRE(tls);
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  const auto client = ready_client(client_options(*s, token));
   // 2 MiB: over Beast's default body limit (1 MiB), well under max_request_bytes (16 MiB).
   const std::string padding = "# " + std::string(2u << 20, 'p') + "\n";
-  const auto big = made.value()->run({.program = padding + "6*7\n", .terms = short_terms(20)});
+  const auto big = client->run({.program = padding + "6*7\n", .terms = short_terms(20)});
   CHECK_MESSAGE(big.ok(), (big.failure ? big.failure->message : ""));
   if (big.value) CHECK(big.value->text == "42");
   // 17 MiB: over max_request_bytes. Refused before anything runs (413, or the connection closed
   // under the rest of the body); the client says so, and nothing started.
   const std::string too_much = "# " + std::string(17u << 20, 'p') + "\n";
   const auto start = std::chrono::steady_clock::now();
-  const auto refused = made.value()->run({.program = too_much + "6*7\n", .terms = short_terms(20)});
+  const auto refused = client->run({.program = too_much + "6*7\n", .terms = short_terms(20)});
   const double took = seconds_since(start);
   MESSAGE("a 17 MiB execution request: " << took << " s; " << (refused.failure ? refused.failure->message : "no failure"));
   REQUIRE(refused.failure);

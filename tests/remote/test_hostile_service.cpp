@@ -5,13 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
+#include <source_location>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "psych/host/remote_sandbox.hpp"
 #include "rss.hpp"
-#include "skip.hpp"
 #include "support.hpp"
 
 using namespace remote_test;
@@ -34,21 +36,40 @@ struct hostile_case {
 constexpr double wall = 3;
 constexpr double bound_seconds = 15;
 constexpr long memory_bound_kib = 64 * 1024;
+/// The client's connect_timeout_seconds against a fake that may hang (it bounds describe's exchange
+/// too): under client_options' 2 s, so that describe's three attempts stay well inside bound_seconds.
+constexpr double hang_connect_seconds = 1;
+
+/// psych_fake_service in one mode, REQUIREd to have started, and a client of it (with any token:
+/// the fake checks none). Without connect_timeout_seconds the client keeps client_options' own.
+struct fake_and_client {
+  fake_service fake;
+  std::unique_ptr<psych::sandbox> client;
+
+  fake_and_client(const std::string& mode, const certificate& tls, std::optional<double> connect_timeout_seconds)
+      : fake(mode, tls) {
+    REQUIRE_MESSAGE(fake.started(), "psych_fake_service --mode " << mode << " did not start");
+    auto options = client_options(fake.url(), fresh_token(), tls);
+    if (connect_timeout_seconds) options.connect_timeout_seconds = *connect_timeout_seconds;
+    client = made_client(options);
+  }
+};
+
+/// A fake_and_client (on the heap: a fake_service does not move); null, with the case reported as
+/// skipped (at `where`), when there is no test certificate here.
+std::unique_ptr<fake_and_client> fake_or_skip(const std::string& mode,
+                                              std::optional<double> connect_timeout_seconds = std::nullopt,
+                                              std::source_location where = std::source_location::current()) {
+  const auto* tls = certificate_or_skip(where);
+  if (!tls) return nullptr;
+  return std::make_unique<fake_and_client>(mode, *tls, connect_timeout_seconds);
+}
 
 void against(const hostile_case& c) {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) {
-    psych::testing::skip_case(why);
-    return;
-  }
-  fake_service fake(c.mode, *tls);
-  REQUIRE_MESSAGE(fake.started(), "psych_fake_service --mode " << c.mode << " did not start");
-  auto options = client_options(fake.url(), fresh_token(), *tls);
-  options.connect_timeout_seconds = 1;
-  auto made = psych::remote_sandbox(options);
-  REQUIRE(made);
-  auto& sandbox = *made.value();
+  const auto under_test = fake_or_skip(c.mode, hang_connect_seconds);
+  if (!under_test) return;
+  auto& fake = under_test->fake;
+  auto& sandbox = *under_test->client;
 
   reset_peak();
   const auto before = read_memory();
@@ -80,14 +101,10 @@ void against(const hostile_case& c) {
 }  // namespace
 
 TEST_CASE("hostile service: a valid stream is a result (the fake service's control case)") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
-  fake_service fake("valid", *tls);
-  REQUIRE(fake.started());
-  auto made = psych::remote_sandbox(client_options(fake.url(), fresh_token(), *tls));
-  REQUIRE(made);
-  const auto r = made.value()->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
+  const auto under_test = fake_or_skip("valid");
+  if (!under_test) return;
+  auto& fake = under_test->fake;
+  const auto r = under_test->client->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
   CHECK_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
   REQUIRE(r.value);
   CHECK(r.value->text == "42");
@@ -142,17 +159,11 @@ TEST_CASE("hostile service: accepted, then silence -> the client's wall clock, a
 }
 
 TEST_CASE("hostile service: describe_hang's describe() itself is bounded and says not ready") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
-  fake_service fake("describe_hang", *tls);
-  REQUIRE(fake.started());
-  auto options = client_options(fake.url(), fresh_token(), *tls);
-  options.connect_timeout_seconds = 1;
-  auto made = psych::remote_sandbox(options);
-  REQUIRE(made);
+  const auto under_test = fake_or_skip("describe_hang", hang_connect_seconds);
+  if (!under_test) return;
+  auto& fake = under_test->fake;
   const auto start = std::chrono::steady_clock::now();
-  const auto d = made.value()->describe();
+  const auto d = under_test->client->describe();
   const double took = seconds_since(start);
   MESSAGE("describe() against a service that never answers: " << took << " s");
   CHECK_FALSE(d.ready);
@@ -164,17 +175,14 @@ TEST_CASE("hostile service: describe_hang's describe() itself is bounded and say
 }
 
 TEST_CASE("remote_sandbox: a stop requested before the connection is up sends no program") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
-  fake_service fake("valid", *tls);
-  REQUIRE(fake.started());
-  auto made = psych::remote_sandbox(client_options(fake.url(), fresh_token(), *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  const auto under_test = fake_or_skip("valid");
+  if (!under_test) return;
+  auto& fake = under_test->fake;
+  auto& client = *under_test->client;
+  REQUIRE(client.describe().ready);
   std::stop_source stop;
   stop.request_stop();
-  const auto r = made.value()->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)}, stop.get_token());
+  const auto r = client.run({.program = "print('hi')\n6*7", .terms = short_terms(wall)}, stop.get_token());
   REQUIRE(r.failure);
   CHECK(r.failure->kind == failure_kind::cancelled);
   CHECK(r.cancelled);

@@ -2,7 +2,6 @@
 // caller's stop token ends a run on the service; shutdown() drains, then cancels what still runs.
 // Each leaves nothing running and no process of the children's uid.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -10,36 +9,20 @@
 #include <string>
 #include <thread>
 
-#include "host_leftovers.hpp"
 #include "psych/host/remote_sandbox.hpp"
-#include "skip.hpp"
 #include "support.hpp"
 
 using namespace remote_test;
 
-namespace {
-
-void check_no_children() {
-  if (::geteuid() == 0)
-    CHECK(eventually([] { return psych::testing::processes_of(child_uid).empty(); }, std::chrono::seconds(5)));
-}
-
-}  // namespace
-
 TEST_CASE("lifecycle: the service's own wall clock ends a busy loop (timeout)") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
   const auto token = fresh_token();
-  auto s = start_service({"alice " + token}, *tls, &why);
-  if (!s) return psych::testing::skip_case(why);
-  auto options = client_options(s->url(), token, *tls);
+  auto s = service_or_skip({"alice " + token});
+  if (!s) return;
+  auto options = client_options(*s, token);
   options.wall_clock_slack_seconds = 10;  // the service's clock must be the one that fires
-  auto made = psych::remote_sandbox(options);
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  const auto client = ready_client(options);
   const auto start = std::chrono::steady_clock::now();
-  const auto r = made.value()->run({.program = "while True: pass\n", .terms = short_terms(2)});
+  const auto r = client->run({.program = "while True: pass\n", .terms = short_terms(2)});
   const double took = seconds_since(start);
   MESSAGE("while True with wall_seconds 2: " << took << " s; " << (r.failure ? r.failure->message : "no failure"));
   REQUIRE(r.failure);
@@ -51,26 +34,21 @@ TEST_CASE("lifecycle: the service's own wall clock ends a busy loop (timeout)") 
   CHECK(r.isolation == psych::isolation_level::process);
   CHECK(eventually([&] { return s->service->stats().running == 0; }, std::chrono::seconds(5)));
   CHECK(s->service->stats().executions_finished == 1);
-  check_no_children();
+  check_no_children_left();
 }
 
 TEST_CASE("lifecycle: a caller's stop token cancels the execution on the service") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
   const auto token = fresh_token();
-  auto s = start_service({"alice " + token}, *tls, &why);
-  if (!s) return psych::testing::skip_case(why);
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  auto s = service_or_skip({"alice " + token});
+  if (!s) return;
+  const auto client = ready_client(client_options(*s, token));
   std::stop_source stop;
   std::jthread stopper([&] {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     stop.request_stop();
   });
   const auto start = std::chrono::steady_clock::now();
-  const auto r = made.value()->run(
+  const auto r = client->run(
       {.program = "import time\nprint('started', flush=True)\ntime.sleep(30)\n", .terms = short_terms(20)},
       stop.get_token());
   const double took = seconds_since(start);
@@ -84,22 +62,16 @@ TEST_CASE("lifecycle: a caller's stop token cancels the execution on the service
   CHECK(stats.executions_cancelled >= 1);
   CHECK(stats.running == 0);
   CHECK(stats.queued == 0);
-  check_no_children();
+  check_no_children_left();
 }
 
 TEST_CASE("lifecycle: shutdown() drains, then cancels what still runs") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
   const auto token = fresh_token();
-  auto s = start_service({"alice " + token}, *tls, &why,
-                         [](psych::sandbox_service_options& o) { o.drain_seconds = 1; });
-  if (!s) return psych::testing::skip_case(why);
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  REQUIRE(made.value()->describe().ready);
+  auto s = service_or_skip({"alice " + token}, [](psych::sandbox_service_options& o) { o.drain_seconds = 1; });
+  if (!s) return;
+  const auto client = ready_client(client_options(*s, token));
   auto running = std::async(std::launch::async, [&] {
-    return made.value()->run({.program = "import time\ntime.sleep(30)\n", .terms = short_terms(25)});
+    return client->run({.program = "import time\ntime.sleep(30)\n", .terms = short_terms(25)});
   });
   REQUIRE(eventually([&] { return s->service->stats().running == 1; }, std::chrono::seconds(10)));
   const auto start = std::chrono::steady_clock::now();
@@ -118,9 +90,9 @@ TEST_CASE("lifecycle: shutdown() drains, then cancels what still runs") {
   CHECK(stats.running == 0);
   CHECK(stats.queued == 0);
   CHECK(stats.executions_cancelled == 1);
-  check_no_children();
+  check_no_children_left();
   // It no longer listens.
-  auto options = client_options(s->url(), token, *tls);
+  auto options = client_options(*s, token);
   options.describe_attempts = 1;
   auto after = psych::remote_sandbox(options);
   REQUIRE(after);

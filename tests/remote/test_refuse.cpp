@@ -17,7 +17,6 @@
 #include "psych/host/remote_protocol.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "raw_client.hpp"
-#include "skip.hpp"
 #include "support.hpp"
 
 using namespace remote_test;
@@ -30,6 +29,15 @@ std::vector<std::string> lines_of(const std::string& body) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(line);
   return out;
+}
+
+/// The error frame that is all of `response`'s stream, REQUIREd to be exactly that.
+psych::remote::error_frame only_error_frame(const raw_response& response) {
+  const auto frames = lines_of(response.body);
+  REQUIRE(frames.size() == 1);
+  auto frame = psych::protocol::decode_frame<psych::remote::error_frame>(frames.front());
+  REQUIRE(frame);
+  return std::get<psych::remote::error_frame>(frame.value());
 }
 
 /// The program's side effect: a binding call, counted by the client's tool. (A file would not do:
@@ -56,29 +64,25 @@ struct marker {
 }  // namespace
 
 TEST_CASE("refuse before running: the client sends nothing to a service that cannot meet the terms") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
   const auto token = fresh_token();
-  auto s = start_service({"alice " + token}, *tls, &why);
-  if (!s) return psych::testing::skip_case(why);
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  const auto d = made.value()->describe();
+  auto s = service_or_skip({"alice " + token});
+  if (!s) return;
+  const auto client = made_client(client_options(*s, token));
+  const auto d = client->describe();
   REQUIRE(d.ready);
   REQUIRE(d.isolation == psych::isolation_level::process);  // the service runs linux-process
 
   marker side_effect;
   auto terms = short_terms(10);
   terms.isolation = psych::isolation_level::isolated;
-  const auto r = made.value()->run(side_effect.request(terms));
+  const auto r = client->run(side_effect.request(terms));
   REQUIRE(r.failure);
   CHECK(r.failure->kind == psych::failure_kind::isolation_unavailable);
   CHECK(r.failure->message.find("nothing was sent") != std::string::npos);
 
   auto network = short_terms(10);
   network.network = psych::network_access::unrestricted;
-  const auto rn = made.value()->run(side_effect.request(network));
+  const auto rn = client->run(side_effect.request(network));
   REQUIRE(rn.failure);
   CHECK(rn.failure->message.find("nothing was sent") != std::string::npos);
   CHECK(side_effect.calls == 0);
@@ -93,16 +97,12 @@ TEST_CASE("refuse before running: the client sends nothing to a service that can
 }
 
 TEST_CASE("refuse before running: the service answers terms beyond its ceiling with one terms_unmet frame") {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) return psych::testing::skip_case(why);
   const auto token = fresh_token();
-  auto s = start_service({"alice " + token}, *tls, &why);
-  if (!s) return psych::testing::skip_case(why);
+  auto s = service_or_skip({"alice " + token});
+  if (!s) return;
   const auto port = s->service->port();
-  auto made = psych::remote_sandbox(client_options(s->url(), token, *tls));
-  REQUIRE(made);
-  const auto d = made.value()->describe();
+  const auto client = made_client(client_options(*s, token));
+  const auto d = client->describe();
   REQUIRE(d.ready);
   marker side_effect;
   const header_list headers{{"Authorization", "Bearer " + token},
@@ -128,11 +128,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
     const auto response = post("beyond-ceiling-1", terms);
     CHECK(response.status == 200);
     CHECK(response.content_type.starts_with("application/x-ndjson"));
-    const auto frames = lines_of(response.body);
-    REQUIRE(frames.size() == 1);
-    auto frame = psych::protocol::decode_frame<psych::remote::error_frame>(frames.front());
-    REQUIRE(frame);
-    const auto& error = std::get<psych::remote::error_frame>(frame.value());
+    const auto error = only_error_frame(response);
     CHECK(error.code == "terms_unmet");
     CHECK_FALSE(error.refusal);
     CHECK(error.message.find("ceiling") != std::string::npos);
@@ -142,11 +138,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
     terms.isolation = psych::isolation_level::isolated;
     const auto response = post("beyond-isolation-1", terms);
     CHECK(response.status == 200);
-    const auto frames = lines_of(response.body);
-    REQUIRE(frames.size() == 1);
-    auto frame = psych::protocol::decode_frame<psych::remote::error_frame>(frames.front());
-    REQUIRE(frame);
-    const auto& error = std::get<psych::remote::error_frame>(frame.value());
+    const auto error = only_error_frame(response);
     CHECK(error.code == "terms_unmet");
     CHECK(error.refusal == psych::refusal_reason::isolation_unreachable);
   }
@@ -159,7 +151,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
   // it did not run, not that it could not have.
   auto control = side_effect.request(short_terms(10));
   control.run.execution_id = "control-1";
-  const auto r = made.value()->run(control);
+  const auto r = client->run(control);
   CHECK_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
   CHECK(side_effect.calls == 1);
 
