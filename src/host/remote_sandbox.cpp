@@ -170,6 +170,7 @@ class remote_execution {
   ending ending_ = ending::none;
   std::string why_;
   bool accepted_ = false, cancel_requested_ = false, cancel_posted_ = false;
+  bool execution_gone_ = false;  ///< the service answered a results post 404
   std::optional<remote::execution_outcome> outcome_;
   std::optional<remote::error_frame> refused_;
   std::string stdout_, stderr_;
@@ -582,7 +583,7 @@ awaitable<void> remote_execution::post_answers() {
       co_await answers_ready_.async_wait(use_tuple);
       continue;
     }
-    if (ending_ != ending::none) {
+    if (ending_ != ending::none || outcome_ || refused_ || execution_gone_) {
       answers_.clear();  // nobody on the service waits for them any more
       continue;
     }
@@ -605,7 +606,12 @@ awaitable<void> remote_execution::post_answers() {
     request.set(http::field::content_type, ndjson_type);
     request.body() = std::move(body);
     auto response = co_await exchange(*link, request, 64 * 1024, millis(backend_.options().connect_timeout_seconds));
-    if (!response || response.value().status != 200) {
+    if (response && response.value().status == 404) {
+      // The execution ended on the service while this answer was on its way (the program gave up
+      // on the call, or finished without it): the stream says how it ended, and the answer is moot.
+      // As a local program's late answer, it is simply not delivered (its outcome is in the log).
+      execution_gone_ = true;
+    } else if (!response || response.value().status != 200) {
       fail(response ? status_problem(response.value().status, "delivering call results")
                     : "delivering call results: " + response.error().message());
       begin_cancel(ending::provider_error);
