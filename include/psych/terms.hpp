@@ -98,4 +98,24 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
   return terms;
 }
 
+/// Whether a backend that offers `backend` can carry terms someone else already computed: what a
+/// remote client checks in a service's description before it sends a program, and what the service
+/// checks again before it runs one. The first refusal, or nullopt. Limits are not judged here: the
+/// client narrows them to the ceiling, the service refuses what is beyond it.
+inline std::optional<refusal> refusal_by_backend(const backend_offer& backend, const execution_terms& terms) {
+  if (!backend.ready) {
+    std::string why = "the backend is not ready";
+    for (const auto& problem : backend.problems) why.append("; ").append(problem);
+    return refusal{refusal_reason::backend_not_ready, std::move(why)};
+  }
+  if (terms.isolation > backend.isolation)
+    return refusal{refusal_reason::isolation_unreachable, std::string("isolation=")
+                                                              .append(name_of(terms.isolation))
+                                                              .append(" is asked, and the backend reaches only ")
+                                                              .append(name_of(backend.isolation))};
+  if (terms.network == network_access::unrestricted && !backend.network)
+    return refusal{refusal_reason::network_not_granted, "the backend does not grant network access"};
+  return std::nullopt;
+}
+
 }  // namespace psych

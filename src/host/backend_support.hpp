@@ -29,11 +29,16 @@ std::vector<std::string> mechanism_names(const mechanism_report& m);
 sandbox_result refused_before_start(failure_kind kind, std::string message);
 
 /// What every backend refuses before it starts anything: limits that are not valid, REQUIRED
-/// preservation with no BlobStore, and network access (no backend of this host grants it).
-std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend);
+/// preservation with no BlobStore, and network access unless the backend `grants_network` (no
+/// backend of this host does; the remote one asks its service's description).
+std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend,
+                                                   bool grants_network = false);
 
-/// The request's program, its bindings (the execution id minted when the Run has none), its
-/// BlobStore and tenant, into a plan whose backend part is already filled.
+/// What the request's calls go through: its bindings, invoker (or relay), budget, Run (its
+/// execution id minted when the Run has none), BlobStore and tenant.
+gateway_setup gateway_setup_of(const run_request& request);
+
+/// The request's program and gateway_setup_of() into a plan whose backend part is already filled.
 void add_request(session_plan& plan, const run_request& request);
 
 }  // namespace psych::host

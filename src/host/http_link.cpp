@@ -9,6 +9,13 @@
 
 namespace psych::host {
 
+std::unique_ptr<asio::ssl::context> tls_context(asio::ssl::context::method method) {
+  auto context = std::make_unique<asio::ssl::context>(method);
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  return context;
+}
+
 result<service_endpoint> parse_service_url(std::string_view url) {
   const auto bad = [&](std::string_view why) {
     return failure(error_kind::sandbox_setup, fmt::format("the service URL {}: {}", peer_excerpt(url, 100), why));

@@ -2,6 +2,7 @@
 // One HTTP connection of the remote protocol, TLS (Asio's OpenSSL stream) or, where allowed,
 // plain; and the bounded, yielding reader of an NDJSON body that both sides use. Beast parses
 // HTTP; nothing here does. docs/remote-protocol.md.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,14 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using asio::awaitable;
 inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+/// Seconds as an Asio duration; a negative figure is none.
+inline std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1000));
+}
+
+/// A TLS context of either side with the protocol versions both accept (TLS 1.2 and later).
+std::unique_ptr<asio::ssl::context> tls_context(asio::ssl::context::method method);
 
 /// Where a sandbox service is: from "https://host:port" (a trailing '/' allowed, nothing else).
 struct service_endpoint {

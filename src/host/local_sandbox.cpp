@@ -305,31 +305,39 @@ sandbox_result refused_before_start(failure_kind kind, std::string message) {
   return r;
 }
 
-std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend) {
+std::optional<sandbox_result> refusal_before_start(const run_request& request, std::string_view backend,
+                                                   bool grants_network) {
   if (auto valid = validate_limits(request.terms.limits); !valid)
     return refused_before_start(failure_kind::launch_failed, valid.error().message());
   if (request.terms.output.preserve == output_preservation::required && !request.blobs)
     return refused_before_start(failure_kind::preservation_unavailable,
                                 "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
-  if (request.terms.network == network_access::unrestricted)
+  if (request.terms.network == network_access::unrestricted && !grants_network)
     return refused_before_start(failure_kind::launch_failed,
                                 fmt::format("the {} backend does not grant network access", backend));
   return std::nullopt;
 }
 
+gateway_setup gateway_setup_of(const run_request& request) {
+  gateway_setup setup{.offered = request.bindings,
+                      .unavailable = request.unavailable_bindings,
+                      .invoker = request.invoker,
+                      .relayed = request.relay != nullptr,
+                      .budget = request.budget,
+                      .run = request.run,
+                      .blobs = request.blobs,
+                      .tenant = request.tenant};
+  if (setup.run.execution_id.empty()) setup.run.execution_id = random_token();
+  return setup;
+}
+
 void add_request(session_plan& plan, const run_request& request) {
   plan.program = request.program;
   plan.filename = request.filename;
-  plan.bindings = {.offered = request.bindings,
-                   .unavailable = request.unavailable_bindings,
-                   .invoker = request.invoker,
-                   .relayed = request.relay != nullptr,
-                   .budget = request.budget,
-                   .run = request.run};
+  plan.bindings = gateway_setup_of(request);
   plan.relay = request.relay;
-  if (plan.bindings.run.execution_id.empty()) plan.bindings.run.execution_id = random_token();
-  plan.bindings.blobs = plan.blobs = request.blobs;
-  plan.bindings.tenant = plan.tenant = request.tenant;
+  plan.blobs = request.blobs;
+  plan.tenant = request.tenant;
 }
 
 std::vector<std::string> mechanism_names(const mechanism_report& m) {

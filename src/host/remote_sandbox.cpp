@@ -29,6 +29,7 @@
 #include "base64.hpp"
 #include "binding_gateway.hpp"
 #include "call_dispatcher.hpp"
+#include "container_runtime.hpp"  // without_trailing_space
 #include "http_link.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "psych/preview.hpp"
@@ -43,12 +44,8 @@ namespace {
 using namespace psych::host;
 using clock = std::chrono::steady_clock;
 
-constexpr std::string_view ndjson_type = "application/x-ndjson";
+using remote::ndjson_content_type;
 constexpr std::size_t description_limit = 1u << 20;
-
-std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1000));
-}
 
 /// A bearer token must be one header value: printable, no spaces, no line breaks.
 bool usable_token(std::string_view token) {
@@ -67,14 +64,15 @@ result<std::string> resolve_token(const secret_resolver& resolver) {
   return token;
 }
 
-/// URL-safe execution ids: the Run's, when it is one, else a fresh one.
+/// The id in the URL: the Run's execution id when it may stand there as it is, else a fresh one.
 std::string wire_id(const std::string& execution_id) {
-  const bool safe = !execution_id.empty() && execution_id.size() <= 128 &&
-                    std::ranges::all_of(execution_id, [](char c) {
-                      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                             c == '_' || c == '.';
-                    });
-  return safe ? execution_id : random_token();
+  return remote::is_url_safe_id(execution_id) ? execution_id : random_token();
+}
+
+/// What a refusal of the service's becomes in a result: as a local backend reports the same.
+failure_kind refusal_failure(const std::optional<refusal_reason>& reason) {
+  return reason == refusal_reason::isolation_unreachable ? failure_kind::isolation_unavailable
+                                                         : failure_kind::launch_failed;
 }
 
 template <class Body>
@@ -148,6 +146,10 @@ class remote_execution {
   awaitable<void> stream_frames(http_link& link);
   awaitable<void> post_answers();
   awaitable<void> post_cancel();
+  using stream_frame = std::variant<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
+                                    remote::output_frame, remote::done_frame, remote::error_frame>;
+  /// One frame of the stream, in its place in the sequence; false when the stream is given up.
+  bool take_frame(stream_frame& frame);
   void fail(std::string why);
   void begin_cancel(ending why);
   result<void> take_output(const remote::output_frame& frame);
@@ -216,27 +218,14 @@ class remote_backend final : public sandbox {
   }
 
   sandbox_result run(const run_request& request, std::stop_token stop) override {
-    if (auto valid = validate_limits(request.terms.limits); !valid)
-      return refused_before_start(failure_kind::launch_failed, valid.error().message());
-    if (request.terms.output.preserve == output_preservation::required && !request.blobs)
-      return refused_before_start(failure_kind::preservation_unavailable,
-                                  "output.preserve is REQUIRED and no BlobStore is wired: nothing ran");
+    // Network is the service's to grant (refusal_by_backend, below).
+    if (auto refused = refusal_before_start(request, "remote", true)) return std::move(*refused);
     // Refuse before running: a service that already says it cannot meet the terms is not sent
     // the program.
     const description known = cached_description();
-    if (!known.ready) {
-      std::string why = "the sandbox service is not ready, nothing was sent";
-      for (const auto& problem : known.problems) why.append("; ").append(problem);
-      return refused_before_start(failure_kind::launch_failed, why);
-    }
-    if (request.terms.isolation > known.isolation)
-      return refused_before_start(failure_kind::isolation_unavailable,
-                                  fmt::format("requested isolation={}, the sandbox service reaches only {}; nothing "
-                                              "was sent",
-                                              name_of(request.terms.isolation), name_of(known.isolation)));
-    if (request.terms.network == network_access::unrestricted && !known.network)
-      return refused_before_start(failure_kind::launch_failed,
-                                  "the sandbox service does not grant network access; nothing was sent");
+    if (const auto refused = refusal_by_backend(known.offer(), request.terms))
+      return refused_before_start(refusal_failure(refused->reason),
+                                  fmt::format("the sandbox service: {}; nothing was sent", refused->message));
     execution_terms terms = request.terms;
     narrow(terms.limits, known.limit_ceiling);  // as a local backend: never beyond the ceiling
     auto token = resolve_token(options_.token);
@@ -246,8 +235,6 @@ class remote_backend final : public sandbox {
   }
 
   const remote_sandbox_options& options() const { return options_; }
-  const service_endpoint& where() const { return where_; }
-  asio::ssl::context* tls() const { return tls_.get(); }
 
   /// Opens a connection, resuming the last TLS session when there is one.
   awaitable<result<std::unique_ptr<http_link>>> connect() {
@@ -341,22 +328,10 @@ class remote_backend final : public sandbox {
 
 // ---- one execution ----------------------------------------------------------------------------
 
-gateway_setup gateway_for(const run_request& request) {
-  gateway_setup setup{.offered = request.bindings,
-                      .unavailable = request.unavailable_bindings,
-                      .invoker = request.invoker,
-                      .budget = request.budget,
-                      .run = request.run,
-                      .blobs = request.blobs,
-                      .tenant = request.tenant};
-  if (setup.run.execution_id.empty()) setup.run.execution_id = random_token();
-  return setup;
-}
-
 remote_execution::remote_execution(remote_backend& backend, const run_request& request, execution_terms terms,
                                    std::string token)
     : backend_(backend), request_(request), terms_(std::move(terms)), token_(std::move(token)),
-      setup_(gateway_for(request)), gateway_(setup_),
+      setup_(gateway_setup_of(request)), gateway_(setup_),
       calls_(io_, gateway_, setup_.run.execution_id, [this](const protocol::result_frame& answer) {
         answers_.push_back(answer);
         answers_ready_.cancel();
@@ -436,7 +411,7 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
                                  .tenant = request_.tenant};
   auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_, token_);
   request.set(http::field::content_type, "application/json");
-  request.set(http::field::accept, ndjson_type);
+  request.set(http::field::accept, ndjson_content_type);
   request.body() = protocol::encode_json(body);
   request.prepare_payload();
   link.tcp().expires_after(millis(options.connect_timeout_seconds));
@@ -472,8 +447,9 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     fail(status_problem(parser.get().result_int(), "the execution"));
     co_return;
   }
-  if (const auto type = parser.get()[http::field::content_type]; !type.starts_with(ndjson_type)) {
-    fail(fmt::format("the service answered 200 with content type {}, not {}", peer_excerpt(type, 60), ndjson_type));
+  if (const auto type = parser.get()[http::field::content_type]; !type.starts_with(ndjson_content_type)) {
+    fail(fmt::format("the service answered 200 with content type {}, not {}", peer_excerpt(type, 60),
+                     ndjson_content_type));
     co_return;
   }
 
@@ -481,70 +457,68 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     ndjson_body_reader<std::remove_reference_t<decltype(stream)>, false> frames(stream, link.buffer(), parser, bounds);
     for (;;) {
       auto frame = co_await frames.template next<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
-                                        remote::output_frame, remote::done_frame, remote::error_frame>();
-      if (!frame) {
-        if (outcome_ || refused_) co_return;  // a failure after the end changes nothing that arrived
-        fail("the service's stream: " + frame.error().message());
-        co_return;
-      }
-      if (!frame.value()) {
-        if (!outcome_ && !refused_) fail("the service's stream ended before `done`");
-        co_return;
-      }
-      auto& f = *frame.value();
-      if (outcome_ || refused_) {
-        outcome_.reset();
-        refused_.reset();
-        fail("the service sent frames after its last one");
-        co_return;
-      }
-      if (!accepted_) {
-        if (auto* error = std::get_if<remote::error_frame>(&f)) {
-          refused_ = std::move(*error);
-          continue;
-        }
-        auto* accepted = std::get_if<remote::accepted_frame>(&f);
-        if (!accepted) {
-          fail("frame_out_of_sequence: the service's first frame is neither `accepted` nor `error`");
-          co_return;
-        }
-        // The service says it accepted an execution: whatever is wrong with the frame, ours may be
-        // running under it, so main() posts a cancel once the stream is given up.
-        accepted_ = true;
-        if (accepted->execution_id != id_) {
-          fail("the service's stream is for another execution");
-          co_return;
-        }
-        if (accepted->version != remote::protocol_version) {
-          fail(fmt::format("the service speaks {}, not {}", peer_excerpt(accepted->version, 40),
-                           remote::protocol_version));
-          co_return;
-        }
-        continue;
-      }
-      if (auto* call = std::get_if<protocol::call_frame>(&f)) {
-        calls_.dispatch(*call);
-      } else if (auto* cancel = std::get_if<protocol::cancel_call_frame>(&f)) {
-        calls_.give_up(cancel->id);
-      } else if (auto* output = std::get_if<remote::output_frame>(&f)) {
-        if (auto taken = take_output(*output); !taken) {
-          fail(taken.error().message());
-          co_return;
-        }
-      } else if (auto* done = std::get_if<remote::done_frame>(&f)) {
-        outcome_ = std::move(done->outcome);
-      } else if (auto* error = std::get_if<remote::error_frame>(&f)) {
-        fail(fmt::format("the service ended the execution: {}: {}", peer_excerpt(error->code, 40),
-                         peer_excerpt(error->message, 400)));
-        co_return;
-      } else {
-        fail("frame_out_of_sequence: a second `accepted`");
-        co_return;
-      }
+                                                 remote::output_frame, remote::done_frame, remote::error_frame>();
+      // A failure after the last frame changes nothing that arrived.
+      if (!frame && !outcome_ && !refused_) fail("the service's stream: " + frame.error().message());
+      if (!frame) co_return;
+      if (!frame.value() && !outcome_ && !refused_) fail("the service's stream ended before `done`");
+      if (!frame.value() || !take_frame(*frame.value())) co_return;
     }
   };
   co_await link.with(read_frames);
   if (outcome_ || refused_) backend_.keep_session(link);
+}
+
+bool remote_execution::take_frame(stream_frame& f) {
+  if (outcome_ || refused_) {
+    outcome_.reset();
+    refused_.reset();
+    fail("the service sent frames after its last one");
+    return false;
+  }
+  if (!accepted_) {
+    if (auto* error = std::get_if<remote::error_frame>(&f)) {
+      refused_ = std::move(*error);
+      return true;
+    }
+    const auto* accepted = std::get_if<remote::accepted_frame>(&f);
+    if (!accepted) {
+      fail("frame_out_of_sequence: the service's first frame is neither `accepted` nor `error`");
+      return false;
+    }
+    // The service says it accepted an execution: whatever is wrong with the frame, ours may be
+    // running under it, so main() posts a cancel once the stream is given up.
+    accepted_ = true;
+    if (accepted->execution_id != id_) {
+      fail("the service's stream is for another execution");
+      return false;
+    }
+    if (accepted->version != remote::protocol_version) {
+      fail(fmt::format("the service speaks {}, not {}", peer_excerpt(accepted->version, 40), remote::protocol_version));
+      return false;
+    }
+    return true;
+  }
+  if (const auto* call = std::get_if<protocol::call_frame>(&f)) {
+    calls_.dispatch(*call);
+  } else if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&f)) {
+    calls_.give_up(cancel->id);
+  } else if (const auto* output = std::get_if<remote::output_frame>(&f)) {
+    if (auto taken = take_output(*output); !taken) {
+      fail(taken.error().message());
+      return false;
+    }
+  } else if (auto* done = std::get_if<remote::done_frame>(&f)) {
+    outcome_ = std::move(done->outcome);
+  } else if (const auto* error = std::get_if<remote::error_frame>(&f)) {
+    fail(fmt::format("the service ended the execution: {}: {}", peer_excerpt(error->code, 40),
+                     peer_excerpt(error->message, 400)));
+    return false;
+  } else {
+    fail("frame_out_of_sequence: a second `accepted`");
+    return false;
+  }
+  return true;
 }
 
 result<void> remote_execution::take_output(const remote::output_frame& frame) {
@@ -603,7 +577,7 @@ awaitable<void> remote_execution::post_answers() {
     }
     auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_ + "/results",
                                                           token_);
-    request.set(http::field::content_type, ndjson_type);
+    request.set(http::field::content_type, ndjson_content_type);
     request.body() = std::move(body);
     auto response = co_await exchange(*link, request, 64 * 1024, millis(backend_.options().connect_timeout_seconds));
     if (response && response.value().status == 404) {
@@ -639,11 +613,6 @@ awaitable<void> remote_execution::post_cancel() {
   link.value()->close();
 }
 
-failure_kind refusal_failure(const std::optional<refusal_reason>& reason) {
-  return reason == refusal_reason::isolation_unreachable ? failure_kind::isolation_unavailable
-                                                         : failure_kind::launch_failed;
-}
-
 sandbox_result remote_execution::assemble() {
   sandbox_result r;
   const double elapsed = std::chrono::duration<double>(clock::now() - started_).count();
@@ -656,10 +625,8 @@ sandbox_result remote_execution::assemble() {
     r.cancelled = refused_->code == "cancelled";
   } else if (outcome_ && ending_ != ending::provider_error) {
     auto& o = *outcome_;
-    r.value = std::move(o.value);
-    r.failure = std::move(o.failure);
-    r.stdout_size = std::max<std::uint64_t>(o.stdout_size, stdout_.size());
-    r.stderr_size = std::max<std::uint64_t>(o.stderr_size, stderr_.size());
+    // The service's grades pass through unchanged: the client has nothing to upgrade them with.
+    remote::for_each_carried_member([&](auto carried, auto into) { r.*into = std::move(o.*carried); });
     for (std::size_t i = 0; i < o.artifacts.size(); ++i) {
       auto& bytes = artifact_bytes_[i];
       if (bytes.size() != o.artifacts[i].size_bytes) {
@@ -669,16 +636,6 @@ sandbox_result remote_execution::assemble() {
       }
       r.artifacts.push_back({.path = o.artifacts[i].path, .size_bytes = bytes.size(), .data = std::move(bytes)});
     }
-    r.artifacts_omitted = o.artifacts_omitted;
-    r.artifacts_omitted_by_reason = std::move(o.artifacts_omitted_by_reason);
-    r.duration_seconds = o.duration_seconds;
-    r.limit_hit = o.limit_hit;
-    r.cancelled = o.cancelled;
-    // The service's grades pass through unchanged: the client has nothing to upgrade them with.
-    r.isolation = o.isolation;
-    r.guarantees = o.guarantees;
-    r.network_denied = o.network_denied;
-    r.problems = std::move(o.problems);
     if (!r.failure && (!r.isolation || *r.isolation < terms_.isolation))
       r.failure = sandbox_failure{failure_kind::isolation_unavailable,
                                   fmt::format("the sandbox service reports isolation={} for a request of {}",
@@ -732,9 +689,7 @@ result<std::unique_ptr<sandbox>> remote_sandbox(remote_sandbox_options options) 
   if (!options.token) return failure(error_kind::sandbox_setup, "remote_sandbox needs a token resolver");
   std::unique_ptr<asio::ssl::context> tls;
   if (where.value().tls) {
-    tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-    tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    tls = tls_context(asio::ssl::context::tls_client);
     boost::system::error_code ec;
     if (options.ca_file) tls->load_verify_file(*options.ca_file, ec);
     else tls->set_default_verify_paths(ec);
@@ -756,9 +711,7 @@ secret_resolver command_secret(std::string command) {
     if (ran.value().exit_code != 0)
       return failure(error_kind::provider_error,
                      fmt::format("the token command exited with status {}", ran.value().exit_code));
-    std::string token = std::move(ran.value().stdout_text);
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-    return token;
+    return host::without_trailing_space(std::move(ran.value().stdout_text));
   };
 }
 

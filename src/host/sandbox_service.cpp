@@ -24,6 +24,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -65,13 +66,9 @@ using service_detail::access_record;
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr std::string_view ndjson_type = "application/x-ndjson";
+using remote::ndjson_content_type;
 /// Raw bytes per output frame: 64 KiB of base64.
 constexpr std::size_t output_chunk = 48 * 1024;
-
-std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1000));
-}
 
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
@@ -83,11 +80,30 @@ std::string utc_now() {
                      tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
-bool valid_execution_id(std::string_view id) {
-  return !id.empty() && id.size() <= 128 && std::ranges::all_of(id, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-           c == '.';
-  });
+/// What a request's target names: one of the protocol's routes, and the execution it is about.
+struct route {
+  enum class kind { describe, describe_fresh, execute, results, cancel } what = kind::describe;
+  std::string execution_id;
+};
+
+/// The route a target names, or nullopt for one that is not the protocol's.
+std::optional<route> route_of(std::string_view target) {
+  // ?fresh=1: probe the backend now (remote describe() does), instead of the periodic probe's
+  // answer (what a health check reads).
+  if (target == "/v1/describe") return route{route::kind::describe, {}};
+  if (target == "/v1/describe?fresh=1") return route{route::kind::describe_fresh, {}};
+  constexpr std::string_view prefix = "/v1/executions/";
+  if (!target.starts_with(prefix)) return std::nullopt;
+  std::string_view id = target.substr(prefix.size()), action;
+  if (const auto slash = id.find('/'); slash != std::string_view::npos) {
+    action = id.substr(slash + 1);
+    id = id.substr(0, slash);
+  }
+  if (!remote::is_url_safe_id(id)) return std::nullopt;
+  if (action.empty()) return route{route::kind::execute, std::string(id)};
+  if (action == "results") return route{route::kind::results, std::string(id)};
+  if (action == "cancel") return route{route::kind::cancel, std::string(id)};
+  return std::nullopt;
 }
 
 std::string json_error(std::string_view code, std::string_view message) {
@@ -143,7 +159,7 @@ class service_relay final : public call_relay {
 struct execution {
   explicit execution(asio::io_context& io) : wake(io) {}
   std::string id, client, tenant;
-  enum class phase { queued, granted, running, finished } state = phase::queued;
+  enum class phase { queued, granted, finished } state = phase::queued;
   bool cancel_requested = false;
   bool client_gone = false;
   /// Released as soon as the backend's run() returned: sending the outcome holds no sandbox, and a
@@ -167,20 +183,8 @@ std::string beyond_ceiling(const sandbox_limits& asked, const sandbox_limits& ce
 }
 
 std::optional<remote::error_frame> unmet_terms(const description& d, const execution_terms& terms) {
-  const auto unmet = [](refusal_reason reason, std::string message) {
-    return remote::error_frame{.code = "terms_unmet", .message = std::move(message), .refusal = reason};
-  };
-  if (!d.ready) {
-    std::string why = "the service's backend is not ready";
-    for (const auto& problem : d.problems) why.append("; ").append(problem);
-    return unmet(refusal_reason::backend_not_ready, why);
-  }
-  if (terms.isolation > d.isolation)
-    return unmet(refusal_reason::isolation_unreachable,
-                 fmt::format("isolation={} asked, the service's backend reaches {}", name_of(terms.isolation),
-                             name_of(d.isolation)));
-  if (terms.network == network_access::unrestricted && !d.network)
-    return unmet(refusal_reason::network_not_granted, "the service's backend does not grant network access");
+  if (const auto refused = refusal_by_backend(d.offer(), terms))
+    return remote::error_frame{.code = "terms_unmet", .message = refused->message, .refusal = refused->reason};
   if (auto beyond = beyond_ceiling(terms.limits, d.limit_ceiling); !beyond.empty())
     return remote::error_frame{.code = "terms_unmet", .message = beyond, .refusal = std::nullopt};
   return std::nullopt;
@@ -195,20 +199,8 @@ void frame_result(sandbox_result& r, std::deque<std::string>& out) {
   };
   chunks(r.stdout_data, "stdout", 0);
   chunks(r.stderr_data, "stderr", 0);
-  remote::execution_outcome o{.value = std::move(r.value),
-                              .failure = std::move(r.failure),
-                              .stdout_size = r.stdout_size,
-                              .stderr_size = r.stderr_size,
-                              .artifacts = {},
-                              .artifacts_omitted = r.artifacts_omitted,
-                              .artifacts_omitted_by_reason = std::move(r.artifacts_omitted_by_reason),
-                              .duration_seconds = r.duration_seconds,
-                              .limit_hit = r.limit_hit,
-                              .cancelled = r.cancelled,
-                              .isolation = r.isolation,
-                              .guarantees = r.guarantees,
-                              .network_denied = r.network_denied,
-                              .problems = std::move(r.problems)};
+  remote::execution_outcome o;
+  remote::for_each_carried_member([&](auto carried, auto from) { o.*carried = std::move(r.*from); });
   for (std::size_t i = 0; i < r.artifacts.size(); ++i) {
     chunks(r.artifacts[i].data, "artifact", i);
     o.artifacts.push_back({.path = r.artifacts[i].path, .size_bytes = r.artifacts[i].data.size()});
@@ -230,7 +222,7 @@ struct sandbox_service::impl {
   sandbox_service_options options;
   std::unique_ptr<sandbox> backend;
   asio::io_context io;
-  std::optional<asio::ssl::context> tls;
+  std::unique_ptr<asio::ssl::context> tls;
   asio::ip::tcp::acceptor acceptor;
   asio::steady_timer drain_deadline;
   std::thread io_thread;
@@ -291,9 +283,7 @@ struct sandbox_service::impl {
     const std::string_view header = fields[http::field::authorization];
     // The scheme is case-insensitive (RFC 7235); the token is not.
     constexpr std::string_view scheme = "bearer ";
-    if (header.size() <= scheme.size() ||
-        !std::equal(scheme.begin(), scheme.end(), header.begin(),
-                    [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b + 32) : b); }))
+    if (header.size() <= scheme.size() || !beast::iequals(header.substr(0, scheme.size()), scheme))
       return std::nullopt;
     const std::string_view presented = header.substr(scheme.size());
     std::lock_guard lock(tokens_mutex);
@@ -403,23 +393,9 @@ struct sandbox_service::impl {
       return respond(stream, status, std::move(body), keep && keep_alive);
     };
     if (too_many_fields(request)) co_return co_await answer(431, json_error("bad_request", "too many header fields"));
-    const std::string_view target = request.target();
-    std::string_view id, action;
-    // ?fresh=1: probe the backend now (remote describe() does), instead of the periodic probe's
-    // answer (what a health check reads). Concurrent fresh requests share one probe.
-    const bool fresh = target == "/v1/describe?fresh=1";
-    const bool describe_route = target == "/v1/describe" || fresh;
-    if (!describe_route) {
-      constexpr std::string_view prefix = "/v1/executions/";
-      if (!target.starts_with(prefix)) co_return co_await answer(404, json_error("not_found", "no such route"));
-      id = target.substr(prefix.size());
-      if (const auto slash = id.find('/'); slash != std::string_view::npos) {
-        action = id.substr(slash + 1);
-        id = id.substr(0, slash);
-      }
-      if (!valid_execution_id(id) || (!action.empty() && action != "results" && action != "cancel"))
-        co_return co_await answer(404, json_error("not_found", "no such route"));
-    }
+    const auto to = route_of(request.target());
+    if (!to) co_return co_await answer(404, json_error("not_found", "no such route"));
+    using kind = route::kind;
     const auto client = authenticate(request);
     if (!client) {
       count([](auto& c) { ++c.unauthorized; });
@@ -427,11 +403,11 @@ struct sandbox_service::impl {
     }
     record.client = *client;
     const auto method = request.method();
-    if (describe_route) {
+    if (to->what == kind::describe || to->what == kind::describe_fresh) {
       if (method != http::verb::get) co_return co_await answer(405, json_error("bad_request", "use GET"));
       if (request.has_content_length() || request.chunked())
         co_return co_await answer(400, json_error("bad_request", "describe takes no body"));
-      if (fresh) co_await probe_now();
+      if (to->what == kind::describe_fresh) co_await probe_now();  // concurrent ones share one probe
       std::string json;
       {
         std::lock_guard lock(describe_mutex);
@@ -441,11 +417,9 @@ struct sandbox_service::impl {
     }
     if (method != http::verb::post) co_return co_await answer(405, json_error("bad_request", "use POST"));
 
-    // The target's views die with the header moved into the body's parser below.
-    const std::string execution_id(id), route_action(action);
-    const std::uint64_t limit = action.empty()        ? options.max_request_bytes
-                                : action == "results" ? options.max_results_bytes
-                                                      : 4096;
+    const std::uint64_t limit = to->what == kind::execute   ? options.max_request_bytes
+                                : to->what == kind::results ? options.max_results_bytes
+                                                            : 4096;
     // A declared length is checked here (Beast's body parser never compares it with its limit); a
     // chunked body is checked by the parser as it arrives.
     if (const auto declared = header.content_length(); declared && *declared > limit)
@@ -461,14 +435,14 @@ struct sandbox_service::impl {
       record.outcome = "the request did not arrive: " + ec.message();
       co_return false;
     }
-    if (route_action == "cancel") {
+    if (to->what == kind::cancel) {
       // Somebody else's execution and one that does not exist get the same answer, body included.
-      if (cancel(execution_id, *client) != 200)
+      if (!cancel(to->execution_id, *client))
         co_return co_await answer(404, json_error("not_found", "no such execution is running"), true);
       co_return co_await answer(200, "{}", true);
     }
-    if (route_action == "results") {
-      const auto delivered = deliver(execution_id, *client, body.get().body());
+    if (to->what == kind::results) {
+      const auto delivered = deliver(to->execution_id, *client, body.get().body());
       if (!delivered) {
         const bool missing = delivered.error().kind == error_kind::invalid_argument;
         co_return co_await answer(missing ? 404 : 400, json_error(missing ? "not_found" : "bad_request",
@@ -476,7 +450,7 @@ struct sandbox_service::impl {
       }
       co_return co_await answer(200, fmt::format(R"({{"delivered":{}}})", delivered.value()), true);
     }
-    co_await execute(stream, execution_id, *client, body.get().body(), record);
+    co_await execute(stream, to->execution_id, *client, body.get().body(), record);
     co_return false;
   }
 
@@ -500,15 +474,15 @@ struct sandbox_service::impl {
     co_await waiter->async_wait(use_tuple);
   }
 
-  unsigned cancel(const std::string& id, const std::string& client) {
+  /// False when `client` has no such execution: another's is answered as one that does not exist.
+  bool cancel(const std::string& id, const std::string& client) {
     const auto found = executions.find(id);
-    // Somebody else's execution is answered exactly as one that does not exist.
-    if (found == executions.end() || found->second->client != client) return 404;
+    if (found == executions.end() || found->second->client != client) return false;
     auto& exec = *found->second;
     exec.cancel_requested = true;
     exec.stop.request_stop();
     exec.wake.cancel();
-    return 200;
+    return true;
   }
 
   result<std::size_t> deliver(const std::string& id, const std::string& client, std::string_view body) {
@@ -643,7 +617,7 @@ struct sandbox_service::impl {
   template <class Stream>
   awaitable<bool> start_stream(Stream& stream, access_record& record) {
     http::response<http::empty_body> response{http::status::ok, 11};
-    response.set(http::field::content_type, ndjson_type);
+    response.set(http::field::content_type, ndjson_content_type);
     response.set(http::field::cache_control, "no-store");
     response.keep_alive(false);
     response.chunked(true);
@@ -717,7 +691,6 @@ struct sandbox_service::impl {
                               .deferred = offered.deferred});
     run.relay = exec->relay.get();
     run.tenant = request.tenant;
-    exec->state = execution::phase::running;
     exec->worker = std::thread([this, exec, run = std::move(run)] {
       auto result = backend->run(run, exec->stop.get_token());
       asio::post(io, [exec, result = std::move(result)]() mutable {
@@ -818,13 +791,9 @@ result<std::unique_ptr<sandbox_service>> sandbox_service::start(std::unique_ptr<
   state->tokens = std::move(tokens).value();
   auto& o = state->options;
   if (tls) {
-    state->tls.emplace(asio::ssl::context::tls_server);
+    state->tls = tls_context(asio::ssl::context::tls_server);
     auto& context = *state->tls;
     boost::system::error_code ec;
-    context.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                            asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                            asio::ssl::context::no_tlsv1_1,
-                        ec);
     context.use_certificate_chain_file(*o.tls_cert_file, ec);
     if (ec) return failure(error_kind::sandbox_setup, fmt::format("the certificate {}: {}", *o.tls_cert_file, ec.message()));
     context.use_private_key_file(*o.tls_key_file, asio::ssl::context::pem, ec);

@@ -12,6 +12,7 @@
 //
 // The id is the client's (so a load balancer can send every route of one execution to one
 // replica); every request carries `Authorization: Bearer <token>`.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -29,6 +30,16 @@
 namespace psych::remote {
 
 inline constexpr std::string_view protocol_version = "psych-remote/1";
+/// The execution's stream and the results' body.
+inline constexpr std::string_view ndjson_content_type = "application/x-ndjson";
+
+/// An execution id that may stand in a URL path as it is: [A-Za-z0-9._-], 1 to 128 of them.
+inline bool is_url_safe_id(std::string_view id) {
+  return !id.empty() && id.size() <= 128 && std::ranges::all_of(id, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  });
+}
 
 /// The body of POST /v1/executions/{id}.
 struct execution_request {
@@ -86,6 +97,27 @@ struct execution_outcome {
   bool network_denied = false;
   std::vector<std::string> problems;
 };
+
+/// The members execution_outcome carries of a sandbox_result, each named once for both directions
+/// (the service fills an outcome from its backend's result, the client a result from the outcome):
+/// f(&execution_outcome::m, &sandbox_result::m) for each. The bytes, the artifacts and what only the
+/// client knows are not among them.
+template <class F>
+void for_each_carried_member(F&& f) {
+  f(&execution_outcome::value, &sandbox_result::value);
+  f(&execution_outcome::failure, &sandbox_result::failure);
+  f(&execution_outcome::stdout_size, &sandbox_result::stdout_size);
+  f(&execution_outcome::stderr_size, &sandbox_result::stderr_size);
+  f(&execution_outcome::artifacts_omitted, &sandbox_result::artifacts_omitted);
+  f(&execution_outcome::artifacts_omitted_by_reason, &sandbox_result::artifacts_omitted_by_reason);
+  f(&execution_outcome::duration_seconds, &sandbox_result::duration_seconds);
+  f(&execution_outcome::limit_hit, &sandbox_result::limit_hit);
+  f(&execution_outcome::cancelled, &sandbox_result::cancelled);
+  f(&execution_outcome::isolation, &sandbox_result::isolation);
+  f(&execution_outcome::guarantees, &sandbox_result::guarantees);
+  f(&execution_outcome::network_denied, &sandbox_result::network_denied);
+  f(&execution_outcome::problems, &sandbox_result::problems);
+}
 
 /// The last frame of an execution that was accepted.
 struct done_frame {
