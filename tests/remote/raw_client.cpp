@@ -125,6 +125,7 @@ std::optional<raw_response> raw_connection::read_response(double timeout_seconds
   out.status = parser.get().result_int();
   out.content_type = std::string(parser.get()[http::field::content_type]);
   out.www_authenticate = std::string(parser.get()[http::field::www_authenticate]);
+  out.retry_after = std::string(parser.get()[http::field::retry_after]);
   out.body = std::move(parser.get().body());
   return out;
 }

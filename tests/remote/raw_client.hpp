@@ -16,6 +16,7 @@ struct raw_response {
   unsigned status = 0;
   std::string content_type;
   std::string www_authenticate;
+  std::string retry_after;
   std::string body;
 };
 

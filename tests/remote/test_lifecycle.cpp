@@ -9,7 +9,9 @@
 #include <string>
 #include <thread>
 
+#include "psych/host/remote_protocol.hpp"
 #include "psych/host/remote_sandbox.hpp"
+#include "raw_client.hpp"
 #include "support.hpp"
 
 using namespace remote_test;
@@ -97,4 +99,74 @@ TEST_CASE("lifecycle: shutdown() drains, then cancels what still runs") {
   auto after = psych::remote_sandbox(options);
   REQUIRE(after);
   CHECK_FALSE(after.value()->describe().ready);
+}
+
+namespace {
+
+/// The body of POST /v1/executions/{id} for `program`, as remote_sandbox would send it.
+std::string execution_body(const std::string& program, double wall) {
+  return psych::protocol::encode_json(psych::remote::execution_request{
+      .version = std::string(psych::remote::protocol_version), .program = program, .terms = short_terms(wall)});
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: a client whose connection closes while its program runs has the execution cancelled") {
+  const auto token = fresh_token();
+  auto s = service_or_skip({"alice " + token});
+  if (!s) return;
+  auto c = raw_connection::open(s->service->port(), true);
+  REQUIRE(c);
+  REQUIRE(c->send_request("POST", "/v1/executions/goes-away-1",
+                          {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}},
+                          execution_body("import time\ntime.sleep(30)\n", 25)));
+  REQUIRE(eventually([&] { return s->service->stats().running == 1; }, std::chrono::seconds(10)));
+  const auto closed_at = std::chrono::steady_clock::now();
+  c.reset();  // the client is gone, its program has 30 s of sleep and 25 s of wall clock left
+  CHECK(eventually([&] { return s->service->stats().running == 0; }, std::chrono::seconds(10)));
+  const double took = seconds_since(closed_at);
+  MESSAGE("the execution of a client that went away ended " << took << " s after its connection closed");
+  CHECK(took < 10);
+  CHECK(s->service->stats().executions_cancelled == 1);
+  check_no_children_left();
+}
+
+TEST_CASE("lifecycle: beyond max_concurrent a request waits in the queue; beyond the queue it is 503 before it runs") {
+  const auto token = fresh_token();
+  auto s = service_or_skip({"alice " + token}, [](psych::sandbox_service_options& o) {
+    o.max_concurrent = 1;
+    o.max_queued = 1;
+  });
+  if (!s) return;
+  const auto first_client = ready_client(client_options(*s, token));
+  const auto second_client = ready_client(client_options(*s, token));
+  auto first = std::async(std::launch::async, [&] {
+    return first_client->run({.program = "import time\ntime.sleep(2)\n1", .terms = short_terms(20)});
+  });
+  REQUIRE(eventually([&] { return s->service->stats().running == 1; }, std::chrono::seconds(10)));
+  auto second = std::async(std::launch::async, [&] {
+    return second_client->run({.program = "2", .terms = short_terms(20)});
+  });
+  REQUIRE(eventually([&] { return s->service->stats().queued == 1; }, std::chrono::seconds(10)));
+
+  const auto third = raw_request(s->service->port(), "POST", "/v1/executions/over-capacity-1",
+                                 {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}},
+                                 execution_body("3", 20));
+  REQUIRE(third);
+  CHECK(third->status == 503);
+  CHECK(third->retry_after == "1");
+  CHECK(third->body.find("\"error\":\"busy\"") != std::string::npos);
+
+  const auto one = first.get();
+  const auto two = second.get();
+  REQUIRE_MESSAGE(one.ok(), (one.failure ? one.failure->message : ""));
+  REQUIRE_MESSAGE(two.ok(), (two.failure ? two.failure->message : ""));
+  CHECK(one.value->text == "1");
+  CHECK(two.value->text == "2");  // the queued one ran once the slot was free
+  const auto stats = s->service->stats();
+  CHECK(stats.refused_busy == 1);
+  CHECK(stats.executions_started == 2);  // the third never started
+  CHECK(stats.running == 0);
+  CHECK(stats.queued == 0);
+  check_no_children_left();
 }
