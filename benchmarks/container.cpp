@@ -4,10 +4,7 @@
 // builds and probes the backend first), with the bare interpreter on the host for scale,
 // interleaved in one run. Prints medians, ratios and "BENCH name value unit" lines.
 //   bench_container [ROUNDS] [IMAGE]
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,29 +19,11 @@
 #include "psych/host/container_sandbox.hpp"
 
 #include "median.hpp"
+#include "spawn.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// Runs argv with a fixed PATH and its stdout on /dev/null; true when it exits 0.
-bool spawn_and_wait(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  char* env[] = {path, nullptr};
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, args[0], &quiet, nullptr, args.data(), env);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (spawned != 0) return false;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 struct contender {
   std::string label;
@@ -78,7 +57,7 @@ int main(int argc, char** argv) {
   all.push_back({fmt::format("{} run --rm --network=none IMAGE python3 -I -S -c pass", runtime.runtime),
                  "container_bare_run_ms",
                  [&] {
-                   return spawn_and_wait({runtime.path, "run", "--rm", "--pull=never", "--network=none",
+                   return psych::bench::spawn_and_wait({runtime.path, "run", "--rm", "--pull=never", "--network=none",
                                           options.image, options.container_python_bin, "-I", "-S", "-c", "pass"});
                  },
                  {}});
@@ -98,12 +77,12 @@ int main(int argc, char** argv) {
   ::close(program_fd);
   all.push_back({"psych run --backend container --isolation isolated (CLI)", "container_cli_run_ms",
                  [&] {
-                   return spawn_and_wait({PSYCH_CLI_PATH, "run", "--backend", "container", "--image", options.image,
+                   return psych::bench::spawn_and_wait({PSYCH_CLI_PATH, "run", "--backend", "container", "--image", options.image,
                                           "--isolation", "isolated", program});
                  },
                  {}});
   all.push_back({"python3 -I -S -c pass (host)", "container_host_python_ms",
-                 [&] { return spawn_and_wait({"/usr/bin/python3", "-I", "-S", "-c", "pass"}); }, {}});
+                 [&] { return psych::bench::spawn_and_wait({"/usr/bin/python3", "-I", "-S", "-c", "pass"}); }, {}});
 
   for (int i = 0; i < rounds + 1; ++i) {
     for (auto& one : all) {

@@ -2,7 +2,9 @@
 // in-process psych serve (sandbox_service) on loopback, over TLS and over plaintext, beside a
 // local_sandbox run() of the same program on the same backend, interleaved in one run. The
 // connection for each execution is new (the execution's stream owns it); TLS sessions are resumed.
-// Prints medians, ratios and "BENCH name value unit" lines.
+// Then what a user meets, on linux-namespaces: `psych run --remote … --token-command` beside a local
+// `psych run` of the same program file and a bare `python3 -I -S -c pass`, each a process with the
+// system's PATH (spawn.hpp), interleaved. Prints medians, ratios and "BENCH name value unit" lines.
 //   bench_remote [ROUNDS]
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "psych/host/sandbox_service.hpp"
 
 #include "median.hpp"
+#include "spawn.hpp"
 
 namespace {
 
@@ -33,6 +36,43 @@ struct contender {
   std::unique_ptr<psych::sandbox> sandbox;
   std::vector<double> seconds;
 };
+
+/// `psych run` end to end, local and --remote to the service on `port`, and the bare interpreter.
+bool cli_rounds(const std::string& dir, std::uint16_t port, int rounds) {
+  struct command {
+    std::string label, bench_name;
+    std::vector<std::string> argv;
+    std::vector<double> seconds;
+  };
+  const std::string program = dir + "/program.py";
+  std::vector<command> all{
+      {"python3 -I -S -c pass", "remote_cli_bare_python_ms", {"/usr/bin/python3", "-I", "-S", "-c", "pass"}, {}},
+      {"psych run (local, linux-namespaces)", "remote_cli_local_ms",
+       {PSYCH_CLI_PATH, "run", "--backend", "linux-namespaces", "--isolation", "isolated", program}, {}},
+      {"psych run --remote (TLS)", "remote_cli_remote_ms",
+       {PSYCH_CLI_PATH, "run", "--remote", fmt::format("https://127.0.0.1:{}", port), "--ca", dir + "/cert.pem",
+        "--token-command", "cat " + dir + "/token", "--isolation", "isolated", program},
+       {}}};
+  for (int round = -3; round < rounds; ++round) {
+    for (auto& c : all) {
+      const auto start = clock_type::now();
+      if (!psych::bench::spawn_and_wait(c.argv)) {
+        fmt::print(stderr, "bench_remote: {} failed\n", c.label);
+        return false;
+      }
+      if (round >= 0) c.seconds.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+    }
+  }
+  const double local_ms = psych::bench::median(all[1].seconds) * 1000;
+  fmt::print("the command line ({} rounds, interleaved):\n", rounds);
+  for (const auto& c : all) {
+    const double ms = psych::bench::median(c.seconds) * 1000;
+    fmt::print("  {:<34} {:8.2f} ms  {:5.2f}x psych run (local)\n", c.label, ms, ms / local_ms);
+    fmt::print("BENCH {} {:.2f} ms\n", c.bench_name, ms);
+  }
+  fmt::print("BENCH remote_cli_ratio {:.3f} x\n", psych::bench::median(all[2].seconds) / psych::bench::median(all[1].seconds));
+  return true;
+}
 
 }  // namespace
 
@@ -51,6 +91,8 @@ int main(int argc, char** argv) {
   }
   const std::string token = "bench-token";
   std::ofstream(dir + "/tokens") << "bench " << token << "\n";
+  std::ofstream(dir + "/token") << token << "\n";
+  std::ofstream(dir + "/program.py") << "return 1\n";
 
   int status = 0;
   for (const auto* backend : {"linux-process", "linux-namespaces"}) {
@@ -131,6 +173,7 @@ int main(int argc, char** argv) {
     fmt::print("BENCH remote_{}_plain_ratio {:.3f} x\n", tag,
                psych::bench::median(all[2].seconds) / psych::bench::median(all[0].seconds));
     all.clear();
+    if (tag == "isolated" && !cli_rounds(dir, tls.value()->port(), rounds)) status = 1;
     tls.value()->shutdown();
     plain.value()->shutdown();
   }
