@@ -59,8 +59,14 @@ const std::vector<backend_under_test>& backends() {
     container_view.backend = "container";
     backend_under_test remote{"remote", isolated, std::nullopt};
     remote.remote = true;
+    // ISOLATED with a pool (docs/pools.md): every case runs on a sandbox prepared before its
+    // request, claimed and narrowed to the case's terms, so what a case observes of a claimed
+    // sandbox is checked exactly as of one built on request.
+    psych::local_sandbox_options prepared = isolated;
+    prepared.pool.size = 1;
     return std::vector<backend_under_test>{{"linux-process", process, std::nullopt},
                                            {"linux-isolated", isolated, std::nullopt},
+                                           {"linux-isolated-prepared", prepared, std::nullopt},
                                            {"container", container_view, container},
                                            remote};
   }();
@@ -248,6 +254,7 @@ void for_each_backend(const std::function<void(psych::sandbox&, const backend_un
         continue;
       }
       body(*sandbox.value(), backend);
+      sandbox.value().reset();  // a pool's waiting sandboxes go with it, and must leave nothing either
       if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
       check_no_container_left(backend);
       if (backend.remote) CHECK_MESSAGE(remote_executions_left() == 0, "executions left on the service");
@@ -436,9 +443,11 @@ void for_each_backend_as(std::int64_t uid,
       try {
         body(*sandbox.value(), backend);
       } catch (...) {  // a REQUIRE ended the body: still leave nothing for the next case
+        sandbox.value().reset();
         remove_what_was_left(backend);
         throw;
       }
+      sandbox.value().reset();  // a pool's waiting sandboxes go with it, and must leave nothing either
 
       const auto processes = processes_left_by(backend);
       CHECK_MESSAGE(processes.empty(),

@@ -34,6 +34,12 @@ struct backend_under_test {
   bool remote = false;
 };
 
+/// Whether the backend keeps prepared sandboxes waiting (docs/pools.md). While it lives, one of
+/// them runs as the suite's uid with a directory in the temp root, so a case's own "nothing is
+/// left" checks wait for the end of the case, when for_each_backend destroys the sandbox (and its
+/// pool) first and then finds nothing left.
+inline bool pooled(const backend_under_test& backend) { return backend.options.pool.size > 0; }
+
 /// Whether the backend runs the program behind namespaces, where the pids it reports are its
 /// own namespace's and mean nothing on the host.
 inline bool isolated(const backend_under_test& backend) {

@@ -130,6 +130,9 @@ TEST_CASE("a range of one uid: a second concurrent execution is refused by name,
           doctest::skip(!is_root())) {
   constexpr std::int64_t uid = 1'500'330;
   for (const auto& backend : conformance::backends()) {
+    // A pool holds a uid of its range for the sandbox it keeps waiting: a range of one has none
+    // left for a second execution or the probe by design (docs/pools.md, "Identities").
+    if (conformance::pooled(backend)) continue;
     SUBCASE(backend.name.c_str()) {
       auto sandbox = conformance::make_sandbox(conformance::with_uid_range(backend, uid, 1));
       REQUIRE_MESSAGE(sandbox, (sandbox ? "" : sandbox.error().message()));

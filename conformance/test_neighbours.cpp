@@ -132,6 +132,9 @@ TEST_CASE("two concurrent executions, each with a uid of its own, cannot find, r
       CHECK(out.overlapped);
       CHECK_MESSAGE(text_of(out.a) == R"("alpha-4417|")", text_of(out.a));
       CHECK_MESSAGE(text_of(out.b) == R"("bravo-9023|")", text_of(out.b));
+      // A pool holds a uid of the range for the sandbox it keeps waiting (docs/pools.md); its
+      // leftovers are checked at the end, with the pool gone.
+      if (conformance::pooled(backend)) continue;
       for (const auto uid : range) {
         CHECK(conformance::processes_of(uid).empty());
         CHECK_MESSAGE(conformance::host_leftovers_of(uid).empty(), conformance::joined(conformance::host_leftovers_of(uid)));

@@ -103,6 +103,28 @@ def read_rlimits():
             for field, (constant, _) in RLIMITS.items()}
 
 
+def lower_limits(targets):
+    """Lowers this process's rlimits to a claim's (soft values; RLIMIT_CPU's hard one a second
+    above, as the launcher sets them), then reports what the kernel now says of them and of the
+    cgroup's, which the launcher narrowed just before. A limit that cannot be lowered ends the
+    bootstrap before any program arrives: a prepared sandbox is never run with more than asked."""
+    if type(targets) is not dict:
+        raise ProtocolError("lower_limits without an rlimits object")
+    import resource
+    for field, (constant, _) in RLIMITS.items():
+        soft = targets.get(field, -1)
+        if type(soft) is not int or soft < 0:
+            continue
+        hard = soft + 1 if field == "cpu_seconds" else soft
+        try:
+            resource.setrlimit(getattr(resource, constant), (soft, hard))
+        except (OSError, ValueError) as error:
+            raise ProtocolError(f"cannot lower {constant} to {soft}: {error}") from None
+    return {"type": "lowered", "rlimits": read_rlimits(),
+            "cgroup_memory_limit": read_cgroup_limit(("memory/memory.limit_in_bytes", "memory.max")),
+            "cgroup_pids_limit": read_cgroup_limit(("pids/pids.max", "pids.max"))}
+
+
 def probe_canary(path):
     try:
         read_file_text(path, 1)  # one byte proves the exposure
@@ -1115,6 +1137,9 @@ def main():
         import_ast()  # while the host grades hello: nothing of the program has arrived yet
         settle()
         frame = channel.receive()
+        if frame["type"] == "lower_limits":  # a prepared sandbox, claimed (docs/pools.md)
+            channel.send(frame_bytes(lower_limits(frame.get("rlimits"))))
+            frame = channel.receive()
         if frame["type"] == "abort":
             return
         program, filename = frame.get("program"), frame.get("filename")

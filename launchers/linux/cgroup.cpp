@@ -503,6 +503,17 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
 
 cgroup_version execution_cgroup::version() const { return version_; }
 
+setup_result<void> execution_cgroup::narrow(const cgroup_limits& limits) const {
+  if (version_ == cgroup_version::none) return success();
+  PSYCH_TRY(check_limits(limits));
+  PSYCH_TRY(const auto view, read_view());
+  // The same plan as create()'s, so each setting names the same directory by the same index.
+  PSYCH_TRY(const auto planned, version_ == cgroup_version::v2 ? plan_v2(view, limits) : plan_v1(view, limits));
+  if (!planned || planned->parents.size() != directories_.size())
+    return fail(refusal(stage, "the hierarchy the cgroup was made in no longer plans the same directories"));
+  return write_limits(directories_, planned->settings);
+}
+
 setup_result<void> execution_cgroup::attach(pid_t pid) const {
   if (removed_) return fail(refusal(stage, fmt::format("pid {} cannot join a cgroup that was removed", pid)));
   for (const auto& directory : directories_) {

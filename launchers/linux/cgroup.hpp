@@ -51,6 +51,11 @@ class execution_cgroup {
 
   cgroup_version version() const;
 
+  /// Writes lower limits into the existing cgroup and reads each back (a prepared sandbox being
+  /// claimed: docs/pools.md). The caller checked they do not exceed the ones it was made with.
+  /// A no-op for version none.
+  setup_result<void> narrow(const cgroup_limits& limits) const;
+
   /// Moves `pid` into the cgroup in every hierarchy. For a child still waiting for the go-ahead,
   /// so that nothing it runs is ever outside.
   setup_result<void> attach(pid_t pid) const;

@@ -30,6 +30,8 @@ class control_channel {
   /// next_line(). Returns false once the host has closed its end (EOF).
   setup_result<bool> receive();
 
+  [[nodiscard]] bool has_line() const noexcept { return !lines_.empty(); }
+
   /// The oldest queued line, if any.
   std::optional<std::string> next_line();
 

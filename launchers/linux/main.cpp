@@ -131,6 +131,29 @@ std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution
   return [&cgroup] { return cgroup->cpu_seconds(); };
 }
 
+/// The sandbox's init counts against the pid limits too.
+constexpr std::int64_t init_processes = 1;
+
+/// What an ISOLATED execution's cgroup holds the whole tree to.
+cgroup_limits tree_limits_of(const sandbox_limits& limits) {
+  return {.memory_bytes = static_cast<std::int64_t>(limits.address_space_bytes.value),
+          .pids = static_cast<std::int64_t>(limits.process_count.value) + init_processes};
+}
+
+/// A prepared launch's narrowing (supervise.hpp): the cgroup first, then the rlimits the child
+/// lowers its own to, planned as the launch planned them.
+narrower narrowing_of(const protocol::launch_frame& launch, const std::optional<execution_cgroup>& cgroup,
+                      std::int64_t process_count_base) {
+  if (!launch.prepared) return {};
+  return [&launch, &cgroup, process_count_base](const sandbox_limits& limits) -> setup_result<applied_rlimits> {
+    PSYCH_TRY(validate_narrowing(limits, launch.limits));
+    if (cgroup) {
+      PSYCH_TRY(cgroup->narrow(tree_limits_of(limits)));
+    }
+    return report_rlimits(plan_rlimits(limits, launch.open_files, process_count_base));
+  };
+}
+
 /// ISOLATED: the namespaces, the minimal root, the cgroup, Landlock and seccomp (isolated.hpp).
 setup_result<launched> start_isolated(accepted_request& request, std::optional<execution_cgroup>& cgroup,
                                       int& init_report_fd, int& keepalive_fd) {
@@ -138,11 +161,7 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
   PSYCH_TRY(auto identity, plan_namespace_identity(request.identity));
   PSYCH_TRY(hand_over(launch.workspace, request.identity));
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
-  constexpr std::int64_t init_processes = 1;  // the sandbox's init counts against the pid limits too
-  const cgroup_limits tree_limits{
-      .memory_bytes = static_cast<std::int64_t>(launch.limits.address_space_bytes.value),
-      .pids = static_cast<std::int64_t>(launch.limits.process_count.value) + init_processes};
-  PSYCH_TRY(auto made, execution_cgroup::create(tree_limits));
+  PSYCH_TRY(auto made, execution_cgroup::create(tree_limits_of(launch.limits)));
   cgroup.emplace(std::move(made));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
   const auto inside = as_seen_inside(launch);
@@ -266,7 +285,9 @@ int run() {
                                                 .cpu_seconds = request.value().launch.limits.cpu_seconds.value,
                                                 .signal_fd = signal_fd.value(),
                                                 .init_report_fd = init_report_fd,
-                                                .tree_cpu_seconds = tree_cpu_of(cgroup)});
+                                                .tree_cpu_seconds = tree_cpu_of(cgroup),
+                                                .narrow = narrowing_of(request.value().launch, cgroup,
+                                                    started.value().started.mechanisms.process_count_base)});
   const bool memory_hit = cgroup ? cgroup->memory_limit_hit() : inside_container && container_memory_limit_hit();
   if (memory_hit && outcome.exit.signal == SIGKILL && !outcome.exit.limit_hit)
     outcome.exit.limit_hit = limit_name::memory_bytes;  // the cgroup's OOM kill, not a signal the program chose

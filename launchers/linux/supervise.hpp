@@ -14,6 +14,10 @@
 
 namespace psych::launcher {
 
+/// What a `narrow` frame does to the sandbox (main.cpp): checks the limits against the launch's,
+/// writes the cgroup's and returns the rlimits the child is to lower its own to.
+using narrower = std::function<setup_result<applied_rlimits>(const sandbox_limits&)>;
+
 struct watch {
   pid_t interpreter = 0;
   std::chrono::steady_clock::time_point started{};  ///< the fork
@@ -26,6 +30,9 @@ struct watch {
   /// ISOLATED with cgroup CPU accounting: the whole tree's CPU time so far. The launcher ends the
   /// execution when it reaches cpu_seconds (RLIMIT_CPU binds each process alone). Empty: none.
   std::function<std::optional<double>()> tree_cpu_seconds;
+  /// A prepared launch: no wall clock until one `narrow` frame arrives, which restarts it (and
+  /// `started`) with the narrowed limits. Empty: not prepared, and `narrow` breaks the contract.
+  narrower narrow;
 };
 
 struct supervision {

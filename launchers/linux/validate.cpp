@@ -56,4 +56,13 @@ setup_result<void> validate_launch(const protocol::launch_frame& launch) {
   return success();
 }
 
+setup_result<void> validate_narrowing(const sandbox_limits& narrowed, const sandbox_limits& launched) {
+  if (auto valid = validate_limits(narrowed); !valid) return fail(from_error("narrow", valid.error()));
+  auto capped = narrowed;
+  narrow(capped, launched);
+  if (!(capped == narrowed))
+    return fail(refusal("narrow", "a narrowing may only lower limits, and one of these is above the launch's"));
+  return success();
+}
+
 }  // namespace psych::launcher

@@ -10,4 +10,7 @@ namespace psych::launcher {
 /// Identity and environment are checked where they are built (identity.hpp, environment.hpp).
 setup_result<void> validate_launch(const protocol::launch_frame& launch);
 
+/// A prepared sandbox's `narrow`: valid limits, none above what it was launched with.
+setup_result<void> validate_narrowing(const sandbox_limits& narrowed, const sandbox_limits& launched);
+
 }  // namespace psych::launcher

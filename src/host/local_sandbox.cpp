@@ -18,6 +18,7 @@
 
 #include "backend_support.hpp"
 #include "interpreter.hpp"
+#include "prepared_pool.hpp"
 #include "psych/host/sandbox.hpp"
 #include "session.hpp"
 #include "uid_pool.hpp"
@@ -49,7 +50,18 @@ class linux_launcher_sandbox final : public sandbox {
   linux_launcher_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python,
                          isolation_level level, std::shared_ptr<host::uid_pool> identities)
       : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
-        environment_(host::child_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {}
+        environment_(host::child_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {
+    if (options_.pool.size == 0) return;
+    // A waiting sandbox must be out of every running execution's reach. At PROCESS only its uid
+    // separates it from them, so a pool needs a uid per execution; ISOLATED has its namespaces.
+    const bool own_uid = identities_ && identities_->report().mode == run_as_mode::per_execution;
+    if (level_ == isolation_level::process && !own_uid) {
+      pool_refused_ = "prepared: off: at isolation=process a waiting sandbox would share its uid with running "
+                      "executions, which could reach it; give the worker root and a run_as_range, or use isolated";
+      return;
+    }
+    pool_ = std::make_unique<host::prepared_pool>(options_.pool, [this] { return prepare(); });
+  }
 
   backend_offer offer() const override {
     return {.ready = true, .isolation = level_, .limit_ceiling = ceiling(), .network = false};
@@ -85,6 +97,8 @@ class linux_launcher_sandbox final : public sandbox {
     d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
     d.guarantees = r.guarantees;
     if (outcome.mechanisms) d.mechanisms = host::mechanism_names(*outcome.mechanisms);
+    if (pool_) describe_pool(d);
+    if (!pool_refused_.empty()) d.problems.push_back(pool_refused_);
     if (d.run_as->mode == run_as_mode::per_execution)
       d.mechanisms.push_back(fmt::format("identity: a uid and gid of its own per execution from {}..{} ({} free, "
                                          "{} held, {} stray; locks in {})",
@@ -103,6 +117,9 @@ class linux_launcher_sandbox final : public sandbox {
     if (auto refused = host::refusal_before_start(request, backend_name())) return std::move(*refused);
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
+    if (pool_) {
+      if (auto ran = pool_->run(request, terms, stop)) return std::move(*ran);
+    }
     auto lease = take_identity();
     if (!lease) return host::refused_before_start(failure_kind::launch_failed, lease.error().message());
     host::session_plan plan = plan_for(terms, lease.value());
@@ -128,6 +145,28 @@ class linux_launcher_sandbox final : public sandbox {
     terms.limits = ceiling();
     terms.limits.wall_seconds = std::min(terms.limits.wall_seconds.value, 10.0);
     return terms;
+  }
+
+  /// One prepared sandbox's launch: the ceiling, graded at the backend's own level, and the
+  /// identity it holds until its execution has ended.
+  result<host::preparation> prepare() const {
+    PSYCH_TRY(auto lease, take_identity());
+    execution_terms terms;
+    terms.isolation = level_;
+    terms.limits = ceiling();
+    return host::preparation{plan_for(terms, lease), std::move(lease)};
+  }
+
+  void describe_pool(description& d) const {
+    const auto pool = pool_->report();
+    d.mechanisms.push_back(fmt::format("prepared: {} of {} sandboxes waiting, each used once (claimed {}, built on "
+                                       "request {}, retired {}; at most {} s old)",
+                                       pool.ready, pool.size, pool.claimed, pool.missed, pool.retired,
+                                       options_.pool.max_age_seconds));
+    if (!pool.last_held_back.empty()) d.problems.push_back("prepared: " + pool.last_held_back);
+    if (!pool.last_failure.empty())
+      d.problems.push_back("prepared: the pool cannot prepare a sandbox (" + pool.last_failure +
+                           "); executions are built on request until it can");
   }
 
   /// The uid one execution runs as, held until release(); null when the worker is not root.
@@ -161,6 +200,8 @@ class linux_launcher_sandbox final : public sandbox {
   std::map<std::string, std::string> environment_;
   isolation_level level_;
   std::shared_ptr<host::uid_pool> identities_;
+  std::string pool_refused_;  ///< why a configured pool is off
+  std::unique_ptr<host::prepared_pool> pool_;  ///< last: its thread calls prepare(), so it goes first
 };
 
 std::string same_uid_guidance() {

@@ -108,21 +108,22 @@ interpreter_exit exit_of(const protocol::exit_frame& exit) {
 class session {
  public:
   session(const session_plan& plan, const execution_dirs& dirs)
-      : plan_(plan), dirs_(dirs), local_launcher_(plan.launcher_path),
+      : plan_(&plan), claim_(plan.claim), dirs_(dirs), local_launcher_(plan.launcher_path),
         starter_(plan.starter ? *plan.starter : local_launcher_), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
-        exit_report_wait_(io_),
-        out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment),
-        gateway_(plan.bindings),
-        calls_(io_, gateway_, plan.bindings.run.execution_id,
-               [this](const protocol::result_frame& answer) { channel_out_.send(answer); }) {
+        exit_report_wait_(io_), claim_wait_(io_),
+        out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
     environment_["TMPDIR"] = dirs.tmp;
+    if (!claim_) take_calls();
   }
   ~session() { relay_answers_->close(); }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
+
+  /// The plan that ran: the one given, or a prepared session's claim.
+  const session_plan& plan() const { return *plan_; }
 
   session_outcome run(std::stop_token stop) {
     started_at_ = clock::now();
@@ -131,6 +132,7 @@ class session {
       return finish();
     }
     asio::co_spawn(io_, main(), asio::detached);
+    // A prepared session is held to the ceiling's clock until it is ready, then to the claim's.
     asio::co_spawn(io_, watch_clock(), asio::detached);
     std::stop_callback on_stop(stop, [this] {
       asio::post(io_, [this] {
@@ -198,17 +200,18 @@ class session {
   protocol::launch_frame launch_frame() const {
     protocol::launch_frame frame;
     frame.token = token_;
-    frame.isolation = plan_.attempt;
-    frame.limits = plan_.terms.limits;
-    frame.network = plan_.terms.network;
+    frame.isolation = plan_->attempt;
+    frame.limits = plan_->terms.limits;
+    frame.network = plan_->terms.network;
     frame.environment = environment_;
-    frame.interpreter = plan_.interpreter;
+    frame.interpreter = plan_->interpreter;
     frame.workspace = dirs_.workspace;
     frame.tmp_dir = dirs_.tmp;
     frame.canary = dirs_.canary;
     frame.probe = probe_.ports();
-    frame.run_as = starter_.sets_identity() ? std::nullopt : plan_.run_as;
-    frame.allow_same_uid = plan_.allow_same_uid || starter_.sets_identity();
+    frame.run_as = starter_.sets_identity() ? std::nullopt : plan_->run_as;
+    frame.allow_same_uid = plan_->allow_same_uid || starter_.sets_identity();
+    frame.prepared = claim_ != nullptr;
     return frame;
   }
 
@@ -219,6 +222,7 @@ class session {
     backstop_.cancel();
     drain_deadline_.cancel();
     exit_report_wait_.cancel();
+    claim_wait_.cancel();
     probe_.close();
   }
 
@@ -242,13 +246,13 @@ class session {
     outcome_.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;
     starter_.add_mechanisms(*outcome_.mechanisms);
 
-    if (co_await hello_and_decide(channel)) co_await program(channel);
-    co_await read_exit(control);
+    if (co_await hello_and_decide(control, channel)) co_await program(channel);
+    if (!exit_) co_await read_exit(control);
   }
 
   /// Reads the child's containment report, grades it, and answers run or
   /// abort. True when the program was sent.
-  awaitable<bool> hello_and_decide(frame_reader<local_socket>& channel) {
+  awaitable<bool> hello_and_decide(frame_reader<local_socket>& control, frame_reader<local_socket>& channel) {
     auto hello = co_await channel.next<protocol::hello_frame>();
     if (!hello) {
       violation(hello.error().message());
@@ -263,34 +267,123 @@ class session {
       violation("frame_out_of_sequence: the hello frame does not carry this execution's token");
       co_return false;
     }
-    grade_ = grade_containment(expectation(), *outcome_.mechanisms, frame.report);
-    note_loopback_exposure(*grade_, plan_.terms.network, probe_.connections());
+    hello_report_ = frame.report;
+    grade_ = grade_containment(expectation(), *outcome_.mechanisms, hello_report_);
+    note_loopback_exposure(*grade_, plan_->terms.network, probe_.connections());
 
-    if (plan_.probe_only) {
+    if (plan_->probe_only) {
       channel_out_.send(protocol::abort_frame{"probe only: describe() never runs a program"});
       co_return false;
     }
-    if (!grade_->reaches(plan_.terms.isolation)) {
-      std::string why = fmt::format("requested isolation={}, the child's containment reached {}",
-                                    name_of(plan_.terms.isolation),
-                                    grade_->achieved ? name_of(*grade_->achieved) : "less than process");
-      for (const auto& problem : grade_->problems) why.append("; ").append(problem);
-      isolation_failure_ = why;
-      channel_out_.send(protocol::abort_frame{"isolation_unavailable: " + why});
-      co_return false;
+    if (!isolation_reached()) co_return false;
+    if (claim_) {
+      // Prepared: graded against the ceiling; now the wait, then the claim's own limits, observed
+      // and graded again before anything of its program is sent.
+      if (!co_await claimed()) co_return false;
+      if (!co_await narrowed(control, channel)) co_return false;
+      if (!isolation_reached()) co_return false;
     }
     outcome_.program_started = true;
-    if (plan_.relay)
-      plan_.relay->begin([sink = relay_answers_, this](const protocol::result_frame& answer) {
+    if (plan_->relay)
+      plan_->relay->begin([sink = relay_answers_, this](const protocol::result_frame& answer) {
         sink->post([this, answer] {
           if (!relay_ended_) channel_out_.send(answer);
         });
       });
-    channel_out_.send(protocol::run_frame{.program = plan_.program,
-                                          .filename = plan_.filename,
-                                          .bindings = gateway_.bindings_for_run(),
+    channel_out_.send(protocol::run_frame{.program = plan_->program,
+                                          .filename = plan_->filename,
+                                          .bindings = gateway_->bindings_for_run(),
                                           .excluded = binding_gateway::excluded_for_run()});
     co_return true;
+  }
+
+  /// Whether the grade reaches the isolation the plan asks for; if not, the child is aborted.
+  bool isolation_reached() {
+    if (grade_->reaches(plan_->terms.isolation)) return true;
+    std::string why = fmt::format("requested isolation={}, the child's containment reached {}",
+                                  name_of(plan_->terms.isolation),
+                                  grade_->achieved ? name_of(*grade_->achieved) : "less than process");
+    for (const auto& problem : grade_->problems) why.append("; ").append(problem);
+    isolation_failure_ = why;
+    channel_out_.send(protocol::abort_frame{"isolation_unavailable: " + why});
+    return false;
+  }
+
+  // ---- a prepared session -----------------------------------------------------
+
+  /// Waits (at most the pool's maximum age) for the request that claims this sandbox, and takes
+  /// its plan. False: retired or expired unclaimed, and the child is aborted.
+  awaitable<bool> claimed() {
+    backstop_.cancel();  // waiting is not running: the clock starts again with the claim
+    claim_wait_.expires_after(claim_->max_age());
+    claim_->ready([this] { asio::post(io_, [this] { claim_wait_.cancel(); }); });
+    boost::system::error_code ec;
+    co_await claim_wait_.async_wait(asio::redirect_error(use_awaitable, ec));
+    const session_plan* request = claim_->take();
+    if (!request) {
+      channel_out_.send(protocol::abort_frame{"retired: the prepared sandbox was never claimed"});
+      co_return false;
+    }
+    plan_ = request;
+    out_ = stream_capture(request->terms.output.max_bytes);
+    err_ = stream_capture(request->terms.output.max_bytes);
+    take_calls();
+    started_at_ = clock::now();  // the span the wall clock limits starts with the claim
+    asio::co_spawn(io_, watch_clock(), asio::detached);
+    co_return true;
+  }
+
+  /// The claim's limits: the launcher narrows the cgroup and restarts its clock, the child lowers
+  /// its rlimits and reports what it then observes, and the grade is made again from that.
+  /// A sandbox that ended while it waited is `prepared_lost`: nothing of the program reached it.
+  awaitable<bool> narrowed(frame_reader<local_socket>& control, frame_reader<local_socket>& channel) {
+    control_out_.send(protocol::narrow_frame{plan_->terms.limits});
+    auto answer = co_await control.next<protocol::narrowed_frame, protocol::launch_error_frame, protocol::exit_frame>();
+    if (!answer || !answer.value()) {
+      launch_failure_ = answer ? "the prepared sandbox's launcher ended before it was narrowed"
+                               : "the launcher broke the contract: " + answer.error().message();
+      outcome_.prepared_lost = answer.has_value();
+      send_cancel("cancelled");
+      co_return false;
+    }
+    if (auto* error = std::get_if<protocol::launch_error_frame>(&*answer.value())) {
+      launch_failure_ = fmt::format("narrowing the prepared sandbox: {}: {}", error->stage, error->message);
+      co_return false;
+    }
+    if (auto* exit = std::get_if<protocol::exit_frame>(&*answer.value())) {
+      exit_ = *exit;
+      launch_failure_ = "the prepared sandbox ended before it was claimed";
+      outcome_.prepared_lost = true;
+      co_return false;
+    }
+    const auto& rlimits = std::get<protocol::narrowed_frame>(*answer.value()).rlimits;
+    outcome_.mechanisms->rlimits = rlimits;
+    channel_out_.send(protocol::lower_limits_frame{rlimits});
+    auto lowered = co_await channel.next<protocol::lowered_frame>();
+    if (!lowered) {
+      violation(lowered.error().message());
+      co_return false;
+    }
+    if (!lowered.value()) {
+      launch_failure_ = "the prepared child ended instead of lowering its limits";
+      outcome_.prepared_lost = true;
+      channel_ended();
+      co_return false;
+    }
+    const auto& observed = std::get<protocol::lowered_frame>(*lowered.value());
+    hello_report_.rlimits = observed.rlimits;
+    hello_report_.cgroup_memory_limit = observed.cgroup_memory_limit;
+    hello_report_.cgroup_pids_limit = observed.cgroup_pids_limit;
+    grade_ = grade_containment(expectation(), *outcome_.mechanisms, hello_report_);
+    note_loopback_exposure(*grade_, plan_->terms.network, probe_.connections());
+    co_return true;
+  }
+
+  /// The calls' gateway and dispatcher, for the plan that runs: at once, or when claimed.
+  void take_calls() {
+    gateway_.emplace(plan_->bindings);
+    calls_.emplace(io_, *gateway_, plan_->bindings.run.execution_id,
+                   [this](const protocol::result_frame& answer) { channel_out_.send(answer); });
   }
 
   /// The program's frames until its `done`: calls go to the dispatcher as they arrive.
@@ -306,23 +399,23 @@ class session {
         break;
       }
       if (const auto* call = std::get_if<protocol::call_frame>(&*frame.value())) {
-        if (plan_.relay) plan_.relay->call(*call);
-        else calls_.dispatch(*call);
+        if (plan_->relay) plan_->relay->call(*call);
+        else calls_->dispatch(*call);
       } else if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&*frame.value())) {
-        if (plan_.relay) plan_.relay->cancel_call(cancel->id);
-        else calls_.give_up(cancel->id);
+        if (plan_->relay) plan_->relay->cancel_call(cancel->id);
+        else calls_->give_up(cancel->id);
       } else {
         done_ = std::get<protocol::done_frame>(*frame.value());
         break;
       }
     }
-    if (plan_.relay) {
+    if (plan_->relay) {
       // The client's gateway ends its own calls and records them; nothing here waits for them.
       relay_ended_ = true;
-      plan_.relay->end();
+      plan_->relay->end();
       co_return;
     }
-    const auto problems = co_await calls_.end_calls();
+    const auto problems = co_await calls_->end_calls();
     outcome_.result.problems.insert(outcome_.result.problems.end(), problems.begin(), problems.end());
   }
 
@@ -393,7 +486,7 @@ class session {
   /// The launcher holds the wall clock; this is the backstop for a launcher
   /// that does not.
   awaitable<void> watch_clock() {
-    const auto wall = std::chrono::duration<double>(plan_.terms.limits.wall_seconds.value);
+    const auto wall = std::chrono::duration<double>(plan_->terms.limits.wall_seconds.value);
     backstop_.expires_after(std::chrono::duration_cast<clock::duration>(wall) + backstop_grace);
     boost::system::error_code ec;
     co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
@@ -423,10 +516,10 @@ class session {
 
   grading_expectation expectation() const {
     grading_expectation e;
-    e.requested = plan_.terms.isolation;
-    e.limits = plan_.terms.limits;
-    e.network = plan_.terms.network;
-    if (plan_.run_as) e.run_as_uid = plan_.run_as->uid, e.run_as_gid = plan_.run_as->gid;
+    e.requested = plan_->terms.isolation;
+    e.limits = plan_->terms.limits;
+    e.network = plan_->terms.network;
+    if (plan_->run_as) e.run_as_uid = plan_->run_as->uid, e.run_as_gid = plan_->run_as->gid;
     e.worker_uid = ::getuid();
     for (const auto& entry : environment_) e.environment_keys.push_back(entry.first);
     e.host_namespace_ids = own_namespace_ids();
@@ -439,10 +532,10 @@ class session {
     f.launch_failure = launch_failure_;
     f.isolation_failure = isolation_failure_;
     f.violation = violation_;
-    f.probe_only = plan_.probe_only;
+    f.probe_only = plan_->probe_only;
     f.cancelled = cancelled_;
     f.backstop_fired = backstop_fired_;
-    f.wall_seconds = plan_.terms.limits.wall_seconds.value;
+    f.wall_seconds = plan_->terms.limits.wall_seconds.value;
     if (done_) f.done = report_of(*done_);
     f.channel_closed = channel_closed_;
     if (exit_) f.exit = exit_of(*exit_);
@@ -452,7 +545,7 @@ class session {
   session_outcome finish() {
     auto& r = outcome_.result;
     if (grade_) {
-      note_loopback_exposure(*grade_, plan_.terms.network, probe_.connections());
+      note_loopback_exposure(*grade_, plan_->terms.network, probe_.connections());
       if (exit_) grade_exit(*grade_, exit_->survivors);
       r.isolation = grade_->achieved;
       r.guarantees = grade_->grades;
@@ -463,21 +556,23 @@ class session {
       launcher_problem_ = fmt::format("the launcher exited with status {}", launcher_status_);
     if (!launcher_problem_.empty()) r.problems.push_back(launcher_problem_);
     r.cancelled = cancelled_;
-    r.bindings_spent = gateway_.spent();
-    r.problems.insert(r.problems.end(), gateway_.problems().begin(), gateway_.problems().end());
+    if (gateway_) {
+      r.bindings_spent = gateway_->spent();
+      r.problems.insert(r.problems.end(), gateway_->problems().begin(), gateway_->problems().end());
+    }
     // The whole execution, interpreter start included: the span the wall clock limits.
     r.duration_seconds = std::chrono::duration<double>(clock::now() - started_at_).count();
     // The clock is graded by what happened, too: an execution that outlived its
     // wall clock and both graces was not held to it.
-    const double held_to = plan_.terms.limits.wall_seconds.value +
+    const double held_to = plan_->terms.limits.wall_seconds.value +
                            std::chrono::duration<double>(backstop_grace + kill_grace + drain_grace).count();
     if (r.duration_seconds > held_to) {
       r.guarantees.wall_clock = enforcement::unavailable;
       r.problems.push_back(fmt::format("wall_clock: the execution took {:.1f} s against a limit of {} s",
-                                       r.duration_seconds, plan_.terms.limits.wall_seconds.value));
+                                       r.duration_seconds, plan_->terms.limits.wall_seconds.value));
     }
 
-    const auto& policy = plan_.terms.output;
+    const auto& policy = plan_->terms.output;
     r.stdout_size = out_.produced();
     r.stderr_size = err_.produced();
     r.stdout_data = out_.take();
@@ -492,7 +587,8 @@ class session {
     return std::move(outcome_);
   }
 
-  const session_plan& plan_;
+  const session_plan* plan_;  ///< a prepared session's becomes the claim's
+  claim_point* claim_;
   const execution_dirs& dirs_;
   local_launcher local_launcher_;  ///< used when the plan names no starter of its own
   launcher_starter& starter_;
@@ -501,11 +597,11 @@ class session {
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
   frame_writer<local_socket> control_out_, channel_out_;
   loopback_probe probe_;
-  asio::steady_timer backstop_, drain_deadline_, exit_report_wait_;
+  asio::steady_timer backstop_, drain_deadline_, exit_report_wait_, claim_wait_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
-  binding_gateway gateway_;
-  call_dispatcher calls_;
+  std::optional<binding_gateway> gateway_;  ///< made with the plan that runs (take_calls)
+  std::optional<call_dispatcher> calls_;
   std::shared_ptr<completion_sink> relay_answers_ = std::make_shared<completion_sink>(io_);
   bool relay_ended_ = false;
 
@@ -514,6 +610,7 @@ class session {
   clock::time_point started_at_;
   session_outcome outcome_;
   std::optional<containment_grade> grade_;
+  child_report hello_report_;  ///< what the child observed; a prepared one's limits as lowered
   std::optional<protocol::done_frame> done_;
   std::optional<protocol::exit_frame> exit_;
   std::optional<std::string> violation_;
@@ -540,29 +637,101 @@ void collect_into(sandbox_result& result, const std::string& workspace, const ar
 
 }  // namespace
 
+/// After the tree is gone: artifacts, attachments, the directories swept.
+static session_outcome finish_session(const session_plan& plan, const execution_dirs& dirs, session_outcome outcome);
+
+bool claim_point::wait_ready() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return state_ != state::preparing; });
+  return state_ == state::ready;
+}
+
+bool claim_point::claim(const session_plan& request) {
+  std::unique_lock lock(mutex_);
+  if (state_ != state::ready) return false;
+  state_ = state::claimed;
+  request_ = &request;
+  auto wake = std::move(wake_);
+  lock.unlock();
+  wake();
+  return true;
+}
+
+void claim_point::retire() {
+  std::unique_lock lock(mutex_);
+  const bool waiting = state_ == state::ready;
+  if (state_ == state::preparing || waiting) state_ = state::retired;
+  auto wake = waiting ? std::move(wake_) : std::function<void()>{};
+  lock.unlock();
+  if (wake) wake();
+}
+
+std::string claim_point::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void claim_point::ready(std::function<void()> wake) {
+  std::unique_lock lock(mutex_);
+  if (state_ != state::preparing) {  // retired while it was being prepared: end at once
+    lock.unlock();
+    wake();
+    return;
+  }
+  state_ = state::ready;
+  wake_ = std::move(wake);
+  changed_.notify_all();
+}
+
+const session_plan* claim_point::take() {
+  std::lock_guard lock(mutex_);
+  if (state_ == state::claimed) return request_;
+  state_ = state::retired;
+  wake_ = nullptr;
+  return nullptr;
+}
+
+void claim_point::ended(std::string why) {
+  std::lock_guard lock(mutex_);
+  if (state_ == state::preparing) failure_ = why.empty() ? "the prepared sandbox ended before it was ready" : std::move(why);
+  if (state_ != state::claimed) state_ = state::ended;
+  wake_ = nullptr;
+  changed_.notify_all();
+}
+
 session_outcome run_session(const session_plan& plan, std::stop_token stop) {
   auto dirs = make_execution_dirs(plan.temp_root);
   if (!dirs) {
     session_outcome outcome;
     outcome.result.failure = sandbox_failure{failure_kind::launch_failed, dirs.error().message()};
+    if (plan.claim) plan.claim->ended(outcome.result.failure->message);
     return outcome;
   }
   session_outcome outcome;
+  const session_plan* ran = &plan;  // a prepared session's is its claim's
   try {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
+    ran = &s.plan();
   } catch (const boost::system::system_error& error) {
     // Asio's event loop refuses to exist only when the process is out of descriptors or memory:
     // nothing was started, and that is this execution's failure, not the caller's exception.
     outcome.result.failure = sandbox_failure{failure_kind::launch_failed, fmt::format("the event loop: {}", error.what())};
   }
+  if (plan.claim)
+    plan.claim->ended(outcome.result.failure ? outcome.result.failure->message
+                                             : std::string("the prepared sandbox ended before it was ready"));
+  return finish_session(*ran, dirs.value(), std::move(outcome));
+}
+
+session_outcome finish_session(const session_plan& plan, const execution_dirs& dirs, session_outcome outcome) {
   // The tree is gone: nothing races the walk but what the kernel already holds.
   if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
-    collect_into(outcome.result, dirs.value().workspace, plan.terms.artifacts);
+    collect_into(outcome.result, dirs.workspace, plan.terms.artifacts);
   attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant, {plan.bindings.budget, plan.bindings.run});
-  if (!remove_execution_dirs(dirs.value()))
+  if (!remove_execution_dirs(dirs))
     outcome.result.problems.push_back(
-        fmt::format("workspace: the host could not remove everything under {}", dirs.value().base));
+        fmt::format("workspace: the host could not remove everything under {}", dirs.base));
   // ISOLATED: the program saw no shared temp directory of the host (its /tmp is its own tmpfs,
   // its message queues its own ipc namespace's), so there is nothing of it to sweep.
   if (plan.run_as && plan.attempt != isolation_level::isolated) sweep_shared_temp(plan.run_as->uid);

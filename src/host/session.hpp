@@ -3,8 +3,12 @@
 // the contract (over frame_transport.hpp, with the calls in call_dispatcher and
 // the network probe's target in loopback_probe), output capture, the clock,
 // cancellation, grading and the result (decide_failure). Blocking; Asio inside.
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -18,6 +22,8 @@
 #include "psych/protocol/frames.hpp"
 
 namespace psych::host {
+
+class claim_point;
 
 struct session_plan {
   std::string launcher_path;
@@ -43,14 +49,61 @@ struct session_plan {
   call_relay* relay = nullptr;
   /// Starts the launcher elsewhere (a container); null: a local_launcher of launcher_path.
   launcher_starter* starter = nullptr;
+  /// A prepared session (docs/pools.md): launched with `terms` as its ceiling, graded, then it
+  /// waits here for the request that claims it, runs that request's plan, and ends. Null: the
+  /// program above runs at once.
+  claim_point* claim = nullptr;
+};
+
+/// Where a prepared session and the request that claims it meet. The session is on its own
+/// thread; claim() and retire() may come from any other. Exactly one of: claimed once, or retired.
+class claim_point {
+ public:
+  explicit claim_point(std::chrono::steady_clock::duration max_age) : max_age_(max_age) {}
+
+  // ---- the pool's side ----
+  /// Blocks until the session is graded and waiting (true), or ended before it got there (false).
+  bool wait_ready();
+  /// Hands the waiting session `request` (a plan with the same launch; its terms at most the
+  /// ceiling's). False when it is not waiting any more (it expired, or was retired). The plan must
+  /// outlive the session.
+  bool claim(const session_plan& request);
+  /// The unclaimed session aborts its child and ends; a claimed one is not affected.
+  void retire();
+  /// Why the session never became ready, once wait_ready() returned false.
+  std::string failure() const;
+
+  // ---- the session's side ----
+  std::chrono::steady_clock::duration max_age() const { return max_age_; }
+  /// Graded and waiting: `wake` posts to the session's event loop, and is called once on claim or retire.
+  void ready(std::function<void()> wake);
+  /// After the wake (or max_age): the claiming plan, or null, and then the session is retired.
+  const session_plan* take();
+  /// The session ended; `why` is empty once it was claimed.
+  void ended(std::string why);
+
+ private:
+  enum class state { preparing, ready, claimed, retired, ended };
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  state state_ = state::preparing;
+  const session_plan* request_ = nullptr;
+  std::function<void()> wake_;
+  std::string failure_;
+  std::chrono::steady_clock::duration max_age_;
 };
 
 struct session_outcome {
   sandbox_result result;
   std::optional<mechanism_report> mechanisms;  ///< what the launcher applied, if it got that far
   bool program_started = false;                ///< a `run` frame was sent
+  /// A claimed prepared sandbox had ended (or its child had) before it could be narrowed: nothing
+  /// of the program reached it, and the request may run on a fresh one.
+  bool prepared_lost = false;
 };
 
+/// One execution. For a prepared plan (`claim` set) it returns once the claiming request ran, or
+/// once the sandbox was retired unclaimed; the outcome, artifacts and attachments are the claim's.
 session_outcome run_session(const session_plan& plan, std::stop_token stop);
 
 /// 128 random bits as hex: execution tokens and ids.

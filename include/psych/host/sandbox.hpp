@@ -126,6 +126,15 @@ struct uid_range {
 /// address space, 10 MiB files, 64 processes, 30 s of wall clock).
 inline constexpr sandbox_limits local_builtin_ceiling{};
 
+/// Sandboxes prepared before their request (docs/pools.md): launched, contained and graded at
+/// the backend's ceiling, then waiting; a request claims one, which is narrowed to its terms (and
+/// graded again from what the child then observes) before its program is sent. Each is used by
+/// exactly one execution and destroyed after it.
+struct prepared_pool_options {
+  std::size_t size = 0;             ///< sandboxes kept waiting; 0: off, each is built on request
+  double max_age_seconds = 300;     ///< one unclaimed this long is destroyed and replaced
+};
+
 struct local_sandbox_options {
   /// The minimum level the sandbox must reach; nothing weaker is handed back.
   isolation_level isolation = isolation_level::process;
@@ -161,6 +170,8 @@ struct local_sandbox_options {
   /// Where each execution's own uid comes from when run_as_uid is unset.
   uid_range run_as_range;
   std::string temp_root = "/tmp";  ///< where per-execution directories are made
+  /// Prepared sandboxes for this backend; off by default.
+  prepared_pool_options pool;
 };
 
 /// Where the package this program was built against put its launcher. psych's CMake package

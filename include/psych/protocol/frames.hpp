@@ -53,6 +53,18 @@ struct launch_frame {
   std::optional<identity> run_as;
   bool allow_same_uid = false;
   std::int64_t open_files = 256;
+  /// A prepared sandbox (docs/pools.md): the launcher starts the child as usual but holds no wall
+  /// clock until a `narrow` frame arrives; the limits above are the most the execution may get.
+  bool prepared = false;
+};
+
+/// A prepared sandbox is claimed: its limits become these (each at most the launch's), the
+/// launcher writes the cgroup's, restarts the wall clock and answers `narrowed`. Once, and only
+/// for a `prepared` launch.
+struct narrow_frame {
+  static constexpr std::string_view type = "narrow";
+  static constexpr std::array<std::string_view, 1> required_members{"limits"};
+  sandbox_limits limits;
 };
 
 struct cancel_frame {
@@ -76,6 +88,14 @@ struct launch_error_frame {
   std::string syscall;
   std::int64_t error_number = 0;
   std::string message;
+};
+
+/// The answer to `narrow`: the cgroup holds the narrowed limits, and these are the rlimits the
+/// child is to lower its own to (what `started` would have reported for these limits).
+struct narrowed_frame {
+  static constexpr std::string_view type = "narrowed";
+  static constexpr std::array<std::string_view, 1> required_members{"rlimits"};
+  applied_rlimits rlimits;
 };
 
 struct exit_frame {
@@ -130,6 +150,16 @@ struct cancel_call_frame {
   static constexpr std::string_view type = "cancel_call";
   static constexpr std::array<std::string_view, 1> required_members{"id"};
   std::int64_t id = 0;
+};
+
+/// What a prepared child observes of its limits after lowering them: the part of its hello report
+/// that narrowing changes, graded again before the program is sent.
+struct lowered_frame {
+  static constexpr std::string_view type = "lowered";
+  static constexpr std::array<std::string_view, 1> required_members{"rlimits"};
+  child_rlimits rlimits;
+  std::int64_t cgroup_memory_limit = -1;
+  std::int64_t cgroup_pids_limit = -1;
 };
 
 struct done_frame {
@@ -189,6 +219,14 @@ struct result_frame {
   std::optional<result_handle> handle;
 };
 
+/// A prepared child is claimed: lower its rlimits to these (soft; RLIMIT_CPU's hard one second
+/// above, as the launcher sets it), then observe and report them in `lowered`. Before `run`.
+struct lower_limits_frame {
+  static constexpr std::string_view type = "lower_limits";
+  static constexpr std::array<std::string_view, 1> required_members{"rlimits"};
+  applied_rlimits rlimits;
+};
+
 struct abort_frame {
   static constexpr std::string_view type = "abort";
   std::string reason;
@@ -204,7 +242,11 @@ BOOST_HANA_ADAPT_STRUCT(psych::protocol::probe_ports, ipv4_port, ipv6_port);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::identity, uid, gid);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_frame, version, token, isolation, limits, network,
                         environment, interpreter, workspace, tmp_dir, canary, probe, run_as,
-                        allow_same_uid, open_files);
+                        allow_same_uid, open_files, prepared);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::narrow_frame, limits);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::narrowed_frame, rlimits);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::lower_limits_frame, rlimits);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::lowered_frame, rlimits, cgroup_memory_limit, cgroup_pids_limit);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::cancel_frame, reason);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::started_frame, pid, mechanisms);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_error_frame, stage, syscall, error_number, message);
