@@ -13,23 +13,10 @@
 #include <fstream>
 #include <string>
 
-#include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
 #include "psych/host/mcp.hpp"
-#include "psych/host/run_log.hpp"
-#include "psych/host/runtime.hpp"
-#include "psych/protocol/json.hpp"
-
-struct content_item {
-  std::string type;
-  std::optional<std::string> text;
-};
-struct call_result {
-  std::vector<content_item> content;
-};
-BOOST_HANA_ADAPT_STRUCT(content_item, type, text);
-BOOST_HANA_ADAPT_STRUCT(call_result, content);
+#include "scripted_model.hpp"
 
 namespace {
 
@@ -62,13 +49,6 @@ long total_of_csv(const std::string& text) {
     at = end;
   }
   return total;
-}
-
-/// The text of a tools/call result: {"content":[{"type":"text","text":...}]}.
-std::string text_of(const std::string& result_json) {
-  auto decoded = psych::protocol::decode_json<call_result>(result_json);
-  if (!decoded || decoded.value().content.empty()) return {};
-  return decoded.value().content.front().text.value_or("");
 }
 
 }  // namespace
@@ -111,30 +91,13 @@ int main(int argc, char** argv) {
         break;
       }
       direct_bytes += call.size() + answer.value().json.size();
-      direct_total += total_of_csv(text_of(answer.value().json));
+      direct_total += total_of_csv(scripted_model::text_of(answer.value().json));
     }
 
     // ---- program: one run_code call; the program and its result's payload enter the context ----
     std::vector<std::unique_ptr<psych::mcp_client>> clients;
     clients.push_back(std::move(client).value());
     auto source = psych::mcp_binding_source::create(std::move(clients)).value();
-    auto sandbox = psych::local_sandbox({});
-    if (!sandbox) {
-      fmt::print(stderr, "context_bytes: {}\n", sandbox.error().message());
-      std::filesystem::remove_all(dir);
-      return 1;
-    }
-    auto rt = psych::runtime::create({.single = std::shared_ptr<psych::sandbox>(std::move(sandbox).value()),
-                                      .connected_servers = {"fs"},
-                                      .catalogue = source.get(),
-                                      .invoker = source.get()})
-                  .value();
-    const auto version = rt.publish({.name = "accountant",
-                                     .model = {.model = "scripted"},
-                                     .code = psych::code_execution{}})
-                             .value();
-    auto log = psych::open_file_run_log((dir / "run.log").string()).value();
-    auto attempt = rt.start_attempt(version, *log, "example").value();
     const auto program = fmt::format(R"PY(tool = "fs__{}"
 total = files = 0
 for n in range({}):
@@ -145,9 +108,14 @@ for n in range({}):
 return {{"files": files, "total_cents": total}}
 )PY",
                                      read_tool, file_count, dir.string());
-    const auto outcome = attempt.run_code(program).value();
-    const auto& result = std::get<psych::sandbox_result>(outcome);
-    const auto payload = psych::run_code_payload(outcome, *version.spec.code);
+    auto turn = scripted_model::run_program(*source, *source, "fs", program, dir / "run.log");
+    if (!turn) {
+      fmt::print(stderr, "context_bytes: {}\n", turn.error().message());
+      std::filesystem::remove_all(dir);
+      return 1;
+    }
+    const auto& result = turn.value().result;
+    const auto& payload = turn.value().payload;
     const std::uint64_t program_bytes = program.size() + payload.size();
     const bool program_ok = result.ok() && result.value &&
                             result.value->text.find(fmt::format("\"total_cents\":{}", expected)) != std::string::npos;
