@@ -1,17 +1,19 @@
 // Binding calls: a program makes N sequential calls to a no-op host tool; calls per second and the
 // per-call round trip, beside a bare round trip of the same bytes over a Unix socketpair, in one
 // run ("BENCH name value unit"). The target: at least 20,000 calls/s (50 us per call).
-// Then 1,000 calls gathered under asyncio, and the sequential calls again with the Run's log
-// (a file, fsynced per record) in the temp directory.
+// Then 1,000 calls gathered under asyncio, and both again journalled in the Run's file log: with
+// group commit, and fsynced per record (the log before it) as the baseline, in the same run.
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -141,26 +143,61 @@ int main(int argc, char** argv) {
              gathered_seconds * 1e3, gathered_n / gathered_seconds, gathered_seconds * 1e6 / gathered_n);
   fmt::print("BENCH gathered_calls_per_second {:.0f} 1/s\n", gathered_n / gathered_seconds);
 
+  // Journalled in the Run's file log (in the temp directory), sequential and gathered: with group
+  // commit, and fsynced per record as before it (file_run_log_sync::every_record), in turns, three
+  // times each; the median of each.
   const int logged_n = std::min(n, 2000);
   char dir_template[] = "/tmp/psych-bench-log-XXXXXX";
   if (!::mkdtemp(dir_template)) std::abort();
-  const std::string log_path = std::string(dir_template) + "/run.log";
-  {
-    auto log = psych::open_file_run_log(log_path);
+  int log_number = 0;
+  const auto logged_rate = [&](const std::string& program, int calls, psych::file_run_log_sync sync) {
+    const std::string log_path = fmt::format("{}/run-{}.log", dir_template, log_number++);
+    auto log = psych::open_file_run_log(log_path, sync);
     if (!log) {
       fmt::print(stderr, "bench_bindings: {}\n", log.error().message());
-      return 1;
+      std::exit(1);
     }
-    const auto logged = fmt::format(
-        "import time\nstart = time.perf_counter()\nfor _ in range({}):\n    await call_tool('noop', {{}})\n"
-        "return time.perf_counter() - start",
-        logged_n);
-    const auto [logged_seconds, unused2] = timed(logged, {.log = log.value().get(), .execution_id = "bench"});
-    fmt::print("{} sequential calls journalled in a file run log (two fsynced records per call): {:.0f} calls/s, "
-               "{:.1f} us per call\n",
-               logged_n, logged_n / logged_seconds, logged_seconds * 1e6 / logged_n);
-    fmt::print("BENCH logged_calls_per_second {:.0f} 1/s\n", logged_n / logged_seconds);
-  }
+    return calls / timed(program, {.log = log.value().get(), .execution_id = "bench"}).first;
+  };
+  const auto logged_sequential = fmt::format(
+      "import time\nstart = time.perf_counter()\nfor _ in range({}):\n    await call_tool('noop', {{}})\n"
+      "return time.perf_counter() - start",
+      logged_n);
+  struct rates {
+    double group, every_record;
+  };
+  const auto compared = [&](const std::string& program, int calls) {
+    std::vector<double> group, every_record;
+    for (int i = 0; i < 3; ++i) {
+      every_record.push_back(logged_rate(program, calls, psych::file_run_log_sync::every_record));
+      group.push_back(logged_rate(program, calls, psych::file_run_log_sync::group));
+    }
+    const auto median = [](std::vector<double>& v) {
+      std::ranges::sort(v);
+      return v[v.size() / 2];
+    };
+    return rates{median(group), median(every_record)};
+  };
+  const auto sequential_logged = compared(logged_sequential, logged_n);
+  const auto gathered_logged = compared(gathered, gathered_n);
   std::filesystem::remove_all(dir_template);
+
+  fmt::print("{} sequential calls journalled in a file run log, target >= 2x fsync per record:\n", logged_n);
+  fmt::print("  group commit (the finished record not waited for): {:.0f} calls/s, {:.1f} us per call\n",
+             sequential_logged.group, 1e6 / sequential_logged.group);
+  fmt::print("  fsync per record (the log before group commit):     {:.0f} calls/s, {:.1f} us per call ({:.2f}x)\n",
+             sequential_logged.every_record, 1e6 / sequential_logged.every_record,
+             sequential_logged.group / sequential_logged.every_record);
+  fmt::print("{} calls gathered under asyncio, journalled, target >= 10x fsync per record sequential:\n", gathered_n);
+  fmt::print("  group commit: {:.0f} calls/s ({:.1f}x the fsync-per-record sequential rate)\n", gathered_logged.group,
+             gathered_logged.group / sequential_logged.every_record);
+  fmt::print("  fsync per record: {:.0f} calls/s ({:.2f}x with group commit)\n", gathered_logged.every_record,
+             gathered_logged.group / gathered_logged.every_record);
+  fmt::print("BENCH logged_calls_per_second {:.0f} 1/s\n", sequential_logged.group);
+  fmt::print("BENCH logged_calls_per_second_fsync_per_record {:.0f} 1/s\n", sequential_logged.every_record);
+  fmt::print("BENCH logged_sequential_speedup {:.2f} x\n", sequential_logged.group / sequential_logged.every_record);
+  fmt::print("BENCH logged_gathered_calls_per_second {:.0f} 1/s\n", gathered_logged.group);
+  fmt::print("BENCH logged_gathered_calls_per_second_fsync_per_record {:.0f} 1/s\n", gathered_logged.every_record);
+  fmt::print("BENCH logged_gathered_speedup {:.2f} x\n", gathered_logged.group / sequential_logged.every_record);
   return 0;
 }

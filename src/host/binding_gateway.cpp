@@ -117,17 +117,28 @@ meter_readings binding_gateway::run_spent() const noexcept {
 
 bool binding_gateway::journal(const run_log_record& record) {
   if (!setup_.run.log) return true;
-  auto appended = setup_.run.log->append(record);
+  // Never waited for: a started record is made durable by proceed(), before its tool is invoked,
+  // and a finished one a crash may lose (its call then reads UNKNOWN) until a later sync covers it.
+  auto appended = setup_.run.log->append_deferred(record);
   if (!appended) problems_.push_back("run log: " + appended.error().message());
   return appended.has_value();
+}
+
+bool binding_gateway::sync_journal() {
+  if (!setup_.run.log) return true;
+  auto synced = setup_.run.log->sync();
+  if (!synced) problems_.push_back("run log: " + synced.error().message());
+  return synced.has_value();
+}
+
+bool binding_gateway::callable_builtin(std::string_view tool) const {
+  return builtin_named(tool) && setup_.invoker && (tool != "read_tool_output" || setup_.blobs);
 }
 
 binding_gateway::admission binding_gateway::admit(const protocol::call_frame& call) {
   if (const auto reason = exclusion_reason(call.tool))
     return refused(call, tool_error_kind::excluded_builtin, std::string(*reason));
-  const auto rule = builtin_named(call.tool);
-  const bool callable_builtin = rule && setup_.invoker && (call.tool != "read_tool_output" || setup_.blobs);
-  if (!callable_builtin && !find(call.tool)) {
+  if (!callable_builtin(call.tool) && !find(call.tool)) {
     if (std::ranges::find(setup_.unavailable, call.tool) != setup_.unavailable.end())
       return refused(call, tool_error_kind::unavailable_binding,
                      fmt::format("{:?} is listed for this program but no longer resolves to a tool the agent may "
@@ -151,15 +162,27 @@ binding_gateway::admission binding_gateway::admit(const protocol::call_frame& ca
                          .call_id = fmt::format("{}-{}", setup_.run.execution_id, call.id),
                          .tool = call.tool,
                          .arguments_json = call.arguments.text};
-  // From here the call is spent, whatever happens after: it is in the Run's log before anything runs.
+  // Counted from here, and spent once proceed() has made this record durable: nothing of the
+  // call happens before that.
   if (!journal(call_started{.call_id = admitted.call_id,
                             .execution_id = setup_.run.execution_id,
                             .tool = call.tool,
                             .argument_bytes = call.arguments.text.size()}))
     return refused(call, tool_error_kind::cancelled, "the run log could not record the call, so it was not made");
   ++spent_.calls;
+  started_not_durable_ = setup_.run.log != nullptr;
+  return admitted;
+}
 
-  if (callable_builtin) return builtin_answer(call, admitted);
+binding_gateway::admission binding_gateway::proceed(const admitted_call& admitted) {
+  // One sync for every call admitted since the last: the group a program's gathered calls form.
+  if (started_not_durable_) {
+    if (!sync_journal())
+      return refused(admitted.id, admitted.tool, tool_error_kind::cancelled,
+                     "the run log could not record the call, so it was not made");
+    started_not_durable_ = false;
+  }
+  if (callable_builtin(admitted.tool)) return builtin_answer(admitted);
   const tool_call asked{admitted.call_id, setup_.run.execution_id, admitted.tool, admitted.arguments_json};
   const auto permission = setup_.invoker->permit(asked);
   using verdict = call_permission::verdict;
@@ -167,18 +190,18 @@ binding_gateway::admission binding_gateway::admit(const protocol::call_frame& ca
     return refuse_admitted(admitted, tool_error_kind::approval_required_in_program,
                            fmt::format("{} needs a person's approval, which nobody can give while a program runs: "
                                        "have the model call it directly{}",
-                                       call.tool, permission.reason.empty() ? "" : " (" + permission.reason + ")"));
+                                       admitted.tool, permission.reason.empty() ? "" : " (" + permission.reason + ")"));
   if (permission.decision == verdict::denied)
     return refuse_admitted(admitted, tool_error_kind::denied,
                            permission.reason.empty() ? "the policy refused this call" : permission.reason);
   return admitted;
 }
 
-protocol::result_frame binding_gateway::builtin_answer(const protocol::call_frame& call,
-                                                       const admitted_call& admitted) {
+protocol::result_frame binding_gateway::builtin_answer(const admitted_call& admitted) {
   const auto& offered = setup_.offered;
-  if (call.tool == "list_tools") {
-    auto asked = protocol::decode_json<builtin_args::list_tools>(call.arguments.text);
+  const auto& arguments = admitted.arguments_json;
+  if (admitted.tool == "list_tools") {
+    auto asked = protocol::decode_json<builtin_args::list_tools>(arguments);
     if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
     const auto total = static_cast<std::int64_t>(offered.size());
     const std::int64_t offset = std::clamp<std::int64_t>(asked.value().offset.value_or(0), 0, total);
@@ -191,8 +214,8 @@ protocol::result_frame binding_gateway::builtin_answer(const protocol::call_fram
     if (offset + limit < total) list.next_offset = offset + limit;
     return complete(admitted, tool_outcome::value(protocol::encode_json(list)));
   }
-  if (call.tool == "read_tool_output") return read_window(call, admitted);
-  auto asked = protocol::decode_json<builtin_args::get_tool_info>(call.arguments.text);
+  if (admitted.tool == "read_tool_output") return read_window(admitted);
+  auto asked = protocol::decode_json<builtin_args::get_tool_info>(arguments);
   if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
   const binding* tool = find(asked.value().name);
   if (!tool)
@@ -307,8 +330,8 @@ protocol::result_frame binding_gateway::hand_over_handle(const admitted_call& ca
   return {.id = call.id, .ok = true, .value = std::nullopt, .error = std::nullopt, .handle = handle};
 }
 
-protocol::result_frame binding_gateway::read_window(const protocol::call_frame& call, const admitted_call& admitted) {
-  auto asked = protocol::decode_json<builtin_args::read_tool_output>(call.arguments.text);
+protocol::result_frame binding_gateway::read_window(const admitted_call& admitted) {
+  auto asked = protocol::decode_json<builtin_args::read_tool_output>(admitted.arguments_json);
   if (!asked) return refuse_admitted(admitted, tool_error_kind::malformed_call, asked.error().message());
   const auto& request = asked.value();
   // Only what this program's own calls produced: a handle is not a capability to another's bytes.

@@ -1,7 +1,8 @@
 #pragma once
-// A program's calls between `run` and `done`: each `call` is admitted by the gateway and handed
-// to the invoker as it arrives, and answered when its tool finishes, so calls the program
-// gathered run together while the host keeps reading. It knows nothing of launchers or
+// A program's calls between `run` and `done`: each `call` is admitted by the gateway as it
+// arrives, the calls read together are made durable in the run log together and handed to the
+// invoker, and each is answered when its tool finishes, so calls the program gathered run
+// together while the host keeps reading. It knows nothing of launchers or
 // sockets: answers go to whatever the owner gives it to write them to.
 #include <chrono>
 #include <cstdint>
@@ -59,7 +60,12 @@ class call_dispatcher {
     bool given_up = false;  ///< the program sent cancel_call
   };
 
+  /// The calls admitted since the last time, in order: their started records made durable by one
+  /// sync, then each answered at once or invoked.
+  void proceed_admitted();
+  void invoke(std::int64_t id, flight& slot);
   void on_call_done(std::int64_t id, const tool_outcome& outcome);
+  void settle(std::map<std::int64_t, flight>::iterator call);
   void answer(const protocol::result_frame& frame);
 
   binding_gateway& gateway_;
@@ -67,7 +73,8 @@ class call_dispatcher {
   answer_sink answer_;
   std::shared_ptr<completion_sink> sink_;
   boost::asio::steady_timer settled_;
-  std::map<std::int64_t, flight> in_flight_;
+  std::map<std::int64_t, flight> in_flight_;  ///< admitted, and not yet answered
+  std::vector<std::int64_t> admitted_;         ///< in flight, waiting for proceed_admitted()
   /// The id of the call whose invoke() this thread is inside, if any: its completion is then at once.
   static constexpr std::int64_t not_invoking = std::numeric_limits<std::int64_t>::min();
   std::shared_ptr<std::int64_t> invoking_ = std::make_shared<std::int64_t>(not_invoking);

@@ -1,9 +1,11 @@
 // The embedded default run log: one file per Run, format in docs/run-log.md.
 //
-// Durability rests on three things: a record reaches the file in one write and is fdatasynced
-// before append returns; an exclusive flock keeps a second process from interleaving its own
-// appends (the kernel drops the lock when the holder dies, SIGKILL included); and a reopen
-// tells a crash mid-append (a torn last record, dropped) from damage (anything else, refused).
+// Durability rests on three things: a record reaches the file in one write, in order, under a
+// mutex, and a durable append returns only once an fdatasync that started after that write has
+// succeeded (group commit: one fdatasync covers every byte written before it began, whoever wrote
+// them); an exclusive flock keeps a second process from interleaving its own appends (the kernel
+// drops the lock when the holder dies, SIGKILL included); and a reopen tells a crash mid-append
+// (a torn last record, dropped) from damage (anything else, refused).
 #include "posix.hpp"
 #include "psych/host/run_log.hpp"
 
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -203,11 +206,35 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
 
 class file_run_log final : public run_log {
  public:
-  file_run_log(unique_fd fd, std::string path, scanned contents)
-      : fd_{std::move(fd)}, path_{std::move(path)}, end_{contents.end}, records_{std::move(contents.records)} {}
+  file_run_log(unique_fd fd, std::string path, scanned contents, file_run_log_sync sync)
+      : fd_{std::move(fd)}, path_{std::move(path)}, sync_{sync}, end_{contents.end}, synced_end_{contents.end},
+        records_{std::move(contents.records)} {}
 
-  // One thread uses a log at a time; the mutex only makes a mistake there harmless.
   result<void> append(const run_log_record& record) override {
+    PSYCH_TRY(const std::uint64_t end, write(record));
+    std::unique_lock lock{mutex_};
+    return durable_through(lock, end);
+  }
+
+  result<void> append_deferred(const run_log_record& record) override {
+    PSYCH_TRY(write(record));
+    return success();
+  }
+
+  result<void> sync() override {
+    std::unique_lock lock{mutex_};
+    return durable_through(lock, end_);
+  }
+
+  result<std::vector<run_log_record>> records() const override {
+    const std::lock_guard lock{mutex_};
+    return records_;
+  }
+
+ private:
+  /// Writes one record after the last; returns where it ends. Durable before returning only
+  /// under file_run_log_sync::every_record, where each record gets its own fdatasync.
+  result<std::uint64_t> write(const run_log_record& record) {
     const std::string payload = encode_payload(record);
     if (payload.size() > max_payload_bytes)
       return failure(error_kind::invalid_argument,
@@ -220,24 +247,55 @@ class file_run_log final : public run_log {
 
     const std::lock_guard lock{mutex_};
     if (broken_) return failure(error_kind::system_call_failed, broken_.value());
-    auto written = write_at(fd_.get(), path_, bytes, end_);
-    if (written && ::fdatasync(fd_.get()) != 0) written = syscall_failure("fdatasync", path_);
-    if (!written) {
+    if (auto written = write_at(fd_.get(), path_, bytes, end_); !written) {
       undo_partial_append();
-      return written;
+      return std::move(written).as_failure();
     }
     end_ += bytes.size();
     records_.push_back(std::move(stored));
+    if (sync_ == file_run_log_sync::every_record) {
+      if (::fdatasync(fd_.get()) != 0) return fdatasync_failed();
+      synced_end_ = end_;
+    }
+    return end_;
+  }
+
+  /// Group commit. The first thread that needs bytes synced leads: it syncs everything written so
+  /// far, with the mutex released so that others keep writing meanwhile. Threads arriving during
+  /// its fdatasync wait for it, and the first of them whose bytes it did not cover leads the next,
+  /// which covers all of theirs at once.
+  result<void> durable_through(std::unique_lock<std::mutex>& lock, std::uint64_t end) {
+    for (;;) {
+      if (broken_) return failure(error_kind::system_call_failed, broken_.value());
+      if (synced_end_ >= end) return success();
+      if (!syncing_) break;
+      synced_.wait(lock);
+    }
+    syncing_ = true;
+    const std::uint64_t covered = end_;  // every byte here was written before the fdatasync begins
+    lock.unlock();
+    const bool synced = ::fdatasync(fd_.get()) == 0;
+    const int error = errno;
+    lock.lock();
+    syncing_ = false;
+    synced_.notify_all();
+    if (!synced) {
+      errno = error;
+      return fdatasync_failed();
+    }
+    synced_end_ = covered;
     return success();
   }
 
-  result<std::vector<run_log_record>> records() const override {
-    const std::lock_guard lock{mutex_};
-    return records_;
+  /// After a failed fdatasync the kernel may have dropped the pages it could not write and
+  /// reports the error once: neither a retry nor what is in memory can be trusted any more, so the
+  /// log takes no more records (a reopen reads what the file really holds).
+  boost::outcome_v2::failure_type<error> fdatasync_failed() {
+    broken_ = fmt::format("fdatasync({}): {} (the log takes no more records)", path_, std::strerror(errno));
+    return failure(error_kind::system_call_failed, broken_.value());
   }
 
- private:
-  /// A failed append may have left some of its bytes; the next append must not land after them.
+  /// A failed write may have left some of its bytes; the next append must not land after them.
   /// If they cannot be cut off, the log refuses further appends rather than journal past damage.
   void undo_partial_append() {
     if (::ftruncate(fd_.get(), static_cast<off_t>(end_)) == 0) return;
@@ -247,8 +305,12 @@ class file_run_log final : public run_log {
 
   unique_fd fd_;
   std::string path_;
+  file_run_log_sync sync_;
   mutable std::mutex mutex_;
-  std::uint64_t end_;
+  std::condition_variable synced_;  ///< a leader's fdatasync ended
+  std::uint64_t end_;               ///< where the last whole record written ends
+  std::uint64_t synced_end_;        ///< every byte before this is durable
+  bool syncing_ = false;            ///< a leader is in fdatasync, with the mutex released
   std::vector<run_log_record> records_;
   std::optional<std::string> broken_;
 };
@@ -280,7 +342,7 @@ result<void> check_or_write_magic(int fd, const std::string& path, std::uint64_t
 
 }  // namespace
 
-result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path) {
+result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path, file_run_log_sync sync) {
   unique_fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
   if (fd.get() < 0) return syscall_failure("open", path);
   PSYCH_TRY(lock_exclusively(fd.get(), path));
@@ -295,7 +357,7 @@ result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path) {
     if (::ftruncate(fd.get(), static_cast<off_t>(contents.end)) != 0) return syscall_failure("ftruncate", path);
     if (::fsync(fd.get()) != 0) return syscall_failure("fsync", path);
   }
-  return std::unique_ptr<run_log>{std::make_unique<file_run_log>(std::move(fd), path, std::move(contents))};
+  return std::unique_ptr<run_log>{std::make_unique<file_run_log>(std::move(fd), path, std::move(contents), sync)};
 }
 
 }  // namespace psych

@@ -25,7 +25,8 @@ struct call_started {
   friend bool operator==(const call_started&, const call_started&) = default;
 };
 
-/// How a started call ended. Absent for a call that was in flight when its worker died.
+/// How a started call ended. Appended without waiting (append_deferred), so it is absent for a
+/// call that was in flight when its worker died, and may be for one that ended just before.
 struct call_finished {
   std::string call_id;
   std::string outcome;           ///< "ok", or the tool_error_kind's spelling
@@ -47,13 +48,22 @@ struct output_preserved {
 
 using run_log_record = std::variant<call_started, call_finished, output_preserved>;
 
-/// The port. Implementations must make `append` durable before it returns: the caller invokes
-/// the tool only after a `call_started` was appended.
+/// The port. A call is spent once its `call_started` is durable, so the caller invokes a tool
+/// only after `append` (or `append_deferred` then `sync`) returned for that record. Records keep
+/// the order of the appends, and a durable one makes every record before it durable too: a crash
+/// can lose only records appended after the last durable append or sync, never one before them.
 class run_log {
  public:
   virtual ~run_log() = default;
-  /// Appends one record; durable when it returns successfully.
+  /// Appends one record; it and every record before it are durable when this returns successfully.
   virtual result<void> append(const run_log_record& record) = 0;
+  /// Appends one record in order without waiting for it to be durable: a later `append` or `sync`
+  /// covers it. For records a crash may lose without harm (a `call_finished`: its call then reads
+  /// UNKNOWN, which is the safe reading) and for a batch made durable by one `sync`. An
+  /// implementation that cannot defer keeps both defaults (durable at once, nothing to sync).
+  virtual result<void> append_deferred(const run_log_record& record) { return append(record); }
+  /// Makes every record appended so far durable.
+  virtual result<void> sync() { return success(); }
   /// Every record appended so far, in order, including those of earlier processes.
   virtual result<std::vector<run_log_record>> records() const = 0;
 };
@@ -97,9 +107,21 @@ inline run_tally tally(const std::vector<run_log_record>& records) {
   return out;
 }
 
-/// The embedded default: a file of length-prefixed, checksummed records, fsynced per record.
+/// How the embedded file log makes records durable.
+enum class file_run_log_sync {
+  /// Group commit: a durable append waits for one fdatasync that covers every record written
+  /// before it started, its own and those of every other thread waiting at that moment, and a
+  /// deferred append is not synced at all until a later durable append or sync covers it.
+  group,
+  /// One fdatasync per record, deferred ones included: how the log behaved before group commit.
+  /// Kept only so that benchmarks/bindings.cpp can print that baseline in the same run.
+  every_record,
+};
+
+/// The embedded default: a file of length-prefixed, checksummed records (docs/run-log.md).
 /// Creates the file when absent. A torn last record (a crash mid-append) is dropped and the file
 /// truncated to the last whole record; damage before the last record is `run_log_corrupt`.
-result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path);
+result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path,
+                                                   file_run_log_sync sync = file_run_log_sync::group);
 
 }  // namespace psych
