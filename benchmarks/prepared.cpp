@@ -5,9 +5,6 @@
 // 0.6x bare `python3 -I -S -c pass`. Then a burst that outruns the refill: back-to-back requests
 // against a pool of 2, whose latency should fall back to the on-request path, not below it.
 //   bench_prepared [rounds]
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -22,11 +19,14 @@
 
 #include "psych/host/sandbox.hpp"
 
+#include "interleaved.hpp"
 #include "median.hpp"
+#include "spawn.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using psych::bench::contender;
 using psych::bench::median;
 
 double percentile(std::vector<double> v, double p) {
@@ -34,26 +34,6 @@ double percentile(std::vector<double> v, double p) {
   const auto at = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(at, v.size() - 1)];
 }
-
-void spawn_and_wait(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  char* env[] = {nullptr};
-  pid_t pid = -1;
-  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), env) != 0) std::abort();
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::abort();
-}
-
-struct contender {
-  std::string label;
-  std::string bench_name;
-  std::function<bool()> once;
-  std::chrono::milliseconds pause_before{0};  ///< not timed: lets a pool refill
-  std::vector<double> seconds;
-};
 
 /// A pinned local backend, with a pool of `pool_size` (0: built on request).
 std::shared_ptr<psych::sandbox> backend(const char* name, psych::isolation_level level, std::size_t pool_size) {
@@ -81,19 +61,6 @@ std::function<bool()> return_one(std::shared_ptr<psych::sandbox> sandbox, psych:
   };
 }
 
-bool measure(std::vector<contender>& all, int rounds) {
-  for (int i = 0; i < rounds + 3; ++i) {
-    for (auto& one : all) {
-      std::this_thread::sleep_for(one.pause_before);
-      const auto start = clock_type::now();
-      if (!one.once()) return false;
-      const double took = std::chrono::duration<double>(clock_type::now() - start).count();
-      if (i >= 3) one.seconds.push_back(took);  // the first rounds warm the page cache
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,7 +77,7 @@ int main(int argc, char** argv) {
   constexpr auto steady_pause = std::chrono::milliseconds(60);
   std::vector<contender> all;
   all.push_back({"python3 -I -S -c pass", "prepared_bare_ms",
-                 [&] { return spawn_and_wait({python, "-I", "-S", "-c", "pass"}), true; }, {}, {}});
+                 [&] { return psych::bench::spawn_and_wait({python, "-I", "-S", "-c", "pass"}); }, {}, {}});
   struct level_case {
     const char* name;
     psych::isolation_level level;
@@ -127,7 +94,7 @@ int main(int argc, char** argv) {
                    return_one(pooled, level), steady_pause, {}});
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the pools fill
-  if (!measure(all, rounds)) return 1;
+  if (!psych::bench::measure_interleaved(all, rounds)) return 1;
 
   fmt::print("`return 1` in run(), {} interleaved rounds, interpreter {}; prepared requests {} ms apart\n", rounds,
              python, steady_pause.count());

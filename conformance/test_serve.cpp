@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -59,6 +60,13 @@ struct serve_process {
       ::waitpid(pid, nullptr, 0);
     }
   }
+  /// SIGTERM (drain, stop) if it still runs, and its exit status; 0 if it had already been reaped.
+  /// Never a signal to anything but that one pid.
+  int stop() {
+    if (pid <= 0) return 0;
+    if (::kill(pid, SIGTERM) != 0) return -1;
+    return wait(15s);
+  }
   /// Its exit status, or -1 when it did not exit within `limit`.
   int wait(std::chrono::seconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
@@ -97,12 +105,15 @@ TEST_CASE("psych serve: TLS on loopback, tokens re-read on SIGHUP, running execu
   const std::string second_token = "serve-b-" + psych::host::random_token();
   std::ofstream(dir + "/tokens") << "operator " << first_token << "\n";
   const bool root = ::geteuid() == 0;
-  std::ofstream(dir + "/config.json") << (root ? R"({"run_as_uid": 1500350, "temp_root": ")" + conformance::temp_root() + "\"}"
-                                               : R"({"allow_same_uid": true, "temp_root": ")" + conformance::temp_root() + "\"}");
+  // With a pool (docs/pools.md): the service's executions run on sandboxes prepared before them.
+  std::ofstream(dir + "/config.json") << (root ? R"({"run_as_uid": 1500350, "pool": {"size": 1}, "temp_root": ")" +
+                                                     conformance::temp_root() + "\"}"
+                                               : R"({"allow_same_uid": true, "pool": {"size": 1}, "temp_root": ")" +
+                                                     conformance::temp_root() + "\"}");
 
   const std::vector<std::string> argv{psych_cli, "serve", "--listen", "127.0.0.1:0", "--tls-cert", dir + "/cert.pem",
                                       "--tls-key", dir + "/key.pem", "--token-file", dir + "/tokens", "--backend",
-                                      "linux-process", "--config", dir + "/config.json", "--drain-seconds", "1"};
+                                      "linux-namespaces", "--config", dir + "/config.json", "--drain-seconds", "1"};
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -139,6 +150,12 @@ TEST_CASE("psych serve: TLS on loopback, tokens re-read on SIGHUP, running execu
   const auto answered = conformance::run(*sandbox, "return 6 * 7");
   REQUIRE_MESSAGE(answered.ok(), (answered.failure ? answered.failure->message : ""));
   CHECK(answered.value->text == "42");
+  // The service's describe() reports its pool; a request that found a prepared sandbox is claimed.
+  const auto described = sandbox->describe();
+  const auto pool = std::find_if(described.mechanisms.begin(), described.mechanisms.end(),
+                                 [](const std::string& line) { return line.starts_with("prepared: "); });
+  REQUIRE_MESSAGE(pool != described.mechanisms.end(), conformance::joined(described.mechanisms));
+  CHECK_MESSAGE(pool->find("of 1 sandboxes waiting") != std::string::npos, *pool);
 
   SUBCASE("SIGHUP: the token file is read again; the old token is refused, the new one taken") {
     std::ofstream(dir + "/tokens") << "operator " << second_token << "\n";
@@ -187,5 +204,6 @@ TEST_CASE("psych serve: TLS on loopback, tokens re-read on SIGHUP, running execu
     ++requests;
   }
   CHECK(requests >= 3);
+  CHECK(serve.stop() == 0);  // its pool's waiting sandbox goes with it
   if (root) CHECK(conformance::processes_of(serve_uid).empty());
 }

@@ -44,7 +44,19 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   }
   if (config.temp_root) base.temp_root = *config.temp_root;
   if (config.backend) base.backend = config.backend;
-  if (base.run_as_uid.value_or(1) <= 0 || base.run_as_gid.value_or(1) <= 0)
+  if (config.pool) {
+    const auto& pool = *config.pool;
+    constexpr std::int64_t most_prepared = 64;  // each holds an interpreter, a uid and a directory
+    if (pool.size && (*pool.size < 0 || *pool.size > most_prepared))
+      return failure(error_kind::invalid_argument,
+                     fmt::format("config {}: pool.size must be from 0 (off) to {}", path, most_prepared));
+    if (pool.max_age_seconds && !(*pool.max_age_seconds > 0 && *pool.max_age_seconds <= 86400))
+      return failure(error_kind::invalid_argument,
+                     fmt::format("config {}: pool.max_age_seconds must be more than 0 and at most a day", path));
+    if (pool.size) base.pool.size = static_cast<std::size_t>(*pool.size);
+    if (pool.max_age_seconds) base.pool.max_age_seconds = *pool.max_age_seconds;
+  }
+    if (base.run_as_uid.value_or(1) <= 0 || base.run_as_gid.value_or(1) <= 0)
     return failure(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_uid and run_as_gid must be positive (never root)", path));
   if (base.run_as_gid && !base.run_as_uid)

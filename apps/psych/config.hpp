@@ -21,6 +21,13 @@ struct uid_range_config {
   std::optional<std::string> lock_dir;
 };
 
+/// prepared_pool_options in the file (docs/pools.md); `psych serve` keeps the pool, `psych run`
+/// runs one program and has no use for one.
+struct pool_config {
+  std::optional<std::int64_t> size;
+  std::optional<double> max_age_seconds;
+};
+
 struct sandbox_config {
   std::optional<std::string> python_bin;
   /// local_sandbox_options::limit_ceiling: each member optional, an absent one unset (the
@@ -34,6 +41,7 @@ struct sandbox_config {
   std::optional<uid_range_config> run_as_range;
   std::optional<std::string> temp_root;
   std::optional<std::string> backend;
+  std::optional<pool_config> pool;
 };
 
 /// Reads and validates a config file; errors are unreadable_file, the
@@ -44,5 +52,6 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
 }  // namespace psych::cli
 
 BOOST_HANA_ADAPT_STRUCT(psych::cli::uid_range_config, first, count, lock_dir);
+BOOST_HANA_ADAPT_STRUCT(psych::cli::pool_config, size, max_age_seconds);
 BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, limit_ceiling, env_allowlist, allow_same_uid,
-                        launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend);
+                        launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend, pool);

@@ -156,6 +156,8 @@ int run(const cli::run_command& command) {
   auto options = sandbox_options(command.config_path, command.allow_same_uid);
   if (!options) return fail_usage(options.error());
   if (!command.backend.empty()) options.value().backend = command.backend;
+  options.value().pool.size = 0;  // one program: a pool would prepare sandboxes nobody claims (docs/pools.md)
+  options.value().probe_at_open = false;  // the run is the probe: one sandbox started, not two
   auto sandbox = chosen_sandbox(options.value(), command.image, command.container_runtime, command.remote);
   if (!sandbox) return fail_usage(sandbox.error());
 

@@ -4,8 +4,9 @@
 # with cwd = the workspace, fd 0 = /dev/null, fds 1/2 = the host's stdout and stderr pipes,
 # fd 3 = the channel (docs/contract.md) and fd 4 = this file, precompiled; the loader
 # (bootstrap_loader.py) closes fd 4 and runs this in its globals. Before reading anything it sends
-# `hello` with what it observes of its own containment, then waits for `abort` or `run`,
-# runs exactly one program and answers `done`. Nothing of the program is parsed before
+# `hello` with what it observes of its own containment, then waits for `abort` or `run`
+# (a prepared sandbox first gets `lower_limits`, lowers its rlimits and answers `lowered`:
+# docs/pools.md), runs exactly one program and answers `done`. Nothing of the program is parsed before
 # `run`, and a failing program is reported as data, never as a crash of the bootstrap.
 #
 # Every execution pays this file's startup, so the path to `return 1` imports only built-in

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -269,7 +270,9 @@ result<std::shared_ptr<host::uid_pool>> identities_for(const local_sandbox_optio
   return host::uid_pool::per_execution(options.run_as_range);
 }
 
-std::vector<candidate> local_candidates(const local_sandbox_options& options) {
+/// `probe_namespaces`: whether to find out now, in a child, that user namespaces can be made. A
+/// sandbox whose first run is its probe (probe_at_open=false) finds out from that run instead.
+std::vector<candidate> local_candidates(const local_sandbox_options& options, bool probe_namespaces = true) {
   auto launcher = host::find_launcher(options.launcher_path);
   auto python = host::resolve_interpreter(options.python_bin, child_identity(options));
   const auto builder = [&](isolation_level level) {
@@ -292,7 +295,8 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
   candidate namespaces{{namespace_backend, isolation_level::isolated, false, {}}, nullptr};
   if (!launcher) namespaces.info.reason = launcher.error().message();
   else if (!python) namespaces.info.reason = python.error().message();
-  else if (auto why_not = user_namespaces_unavailable()) namespaces.info.reason = *why_not;
+  else if (auto why_not = probe_namespaces ? user_namespaces_unavailable() : std::nullopt)
+    namespaces.info.reason = *why_not;
   else {
     namespaces.info.available = true;
     namespaces.info.reason = fmt::format("{} runs {} in user, mount, pid, net, ipc, uts and cgroup namespaces",
@@ -301,6 +305,48 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options) {
   }
   return {std::move(process), std::move(namespaces)};
 }
+
+/// probe_at_open=false: the candidates that could run, strongest first, tried by the first
+/// runs. Once one started a program it is the sandbox; until then a run that failed before its
+/// program was sent moves on to the next candidate with the same request.
+class probed_by_first_run final : public sandbox {
+ public:
+  explicit probed_by_first_run(std::vector<candidate> candidates, std::unique_ptr<sandbox> first)
+      : candidates_(std::move(candidates)), current_(std::move(first)) {}
+
+  backend_offer offer() const override { return current_->offer(); }
+  description describe() override { return current_->describe(); }
+
+  sandbox_result run(const run_request& request, std::stop_token stop) override {
+    if (settled_.load()) return current_->run(request, std::move(stop));
+    std::lock_guard one_at_a_time(choosing_);
+    std::vector<std::string> passed_over;
+    for (;;) {
+      auto result = current_->run(request, stop);
+      const bool not_started = result.failure && (result.failure->kind == failure_kind::launch_failed ||
+                                                  result.failure->kind == failure_kind::isolation_unavailable);
+      if (!not_started || next_ >= candidates_.size() || stop.stop_requested()) {
+        if (!not_started) settled_.store(true);
+        result.problems.insert(result.problems.begin(), passed_over.begin(), passed_over.end());
+        return result;
+      }
+      passed_over.push_back(fmt::format("{}: passed over: {}", candidates_[next_ - 1].info.name, result.failure->message));
+      auto next = candidates_[next_++].build();
+      if (!next) {
+        result.problems.insert(result.problems.begin(), passed_over.begin(), passed_over.end());
+        return result;
+      }
+      current_ = std::move(next).value();
+    }
+  }
+
+ private:
+  std::vector<candidate> candidates_;
+  std::size_t next_ = 1;  ///< the candidate after current_'s
+  std::unique_ptr<sandbox> current_;
+  std::mutex choosing_;
+  std::atomic<bool> settled_{false};
+};
 
 }  // namespace
 
@@ -417,7 +463,7 @@ std::vector<backend_info> detect_local_backends(const local_sandbox_options& opt
 
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
   PSYCH_TRY(validate_limits(options.limit_ceiling));
-  auto candidates = local_candidates(options);
+  auto candidates = local_candidates(options, options.probe_at_open);
   // The strongest first: a caller asking for process gets isolated when it is there.
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const auto& a, const auto& b) { return a.info.isolation > b.info.isolation; });
@@ -428,6 +474,17 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
     std::erase_if(candidates, [&](const candidate& found) { return !pinned(found); });
   }
   std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));
+  if (!options.probe_at_open) {
+    std::erase_if(candidates, [&](const candidate& found) {
+      if (found.info.isolation >= options.isolation && found.info.available) return false;
+      why.append(fmt::format("; {}: {}", found.info.name,
+                             found.info.available ? "does not reach it" : found.info.reason));
+      return true;
+    });
+    if (candidates.empty()) return failure(error_kind::sandbox_setup, why);
+    PSYCH_TRY(auto first, candidates.front().build());
+    return std::unique_ptr<sandbox>(std::make_unique<probed_by_first_run>(std::move(candidates), std::move(first)));
+  }
   for (auto& found : candidates) {
     if (found.info.isolation < options.isolation) continue;
     if (!found.info.available) {

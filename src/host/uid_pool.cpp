@@ -1,17 +1,19 @@
 #include "uid_pool.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -77,16 +79,38 @@ bool marked(int fd) {
 }  // namespace
 
 std::vector<std::int64_t> ids_in_use() {
+  // Every execution reads this (acquire and release), so it reads each status file with one
+  // read() into a buffer rather than through iostreams: the cost is the kernel's text, not ours.
   std::vector<std::int64_t> ids;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const auto name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(it->path() / "status");
-    for (std::string line; std::getline(status, line);) {
-      if (!line.starts_with("Uid:") && !line.starts_with("Gid:")) continue;
-      std::istringstream fields(line.substr(4));
-      for (std::int64_t id = 0; fields >> id;) ids.push_back(id);
+  const std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), &::closedir);
+  if (!proc) return ids;
+  char text[4096];
+  while (const dirent* entry = ::readdir(proc.get())) {
+    const std::string_view name = entry->d_name;
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%s/status", entry->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone since the listing
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    const std::string_view status(text, static_cast<std::size_t>(n));
+    for (const std::string_view key : {"\nUid:", "\nGid:"}) {
+      const auto at = status.find(key);
+      if (at == std::string_view::npos) continue;
+      const auto end = status.find('\n', at + key.size());
+      std::string_view fields = status.substr(at + key.size(), end == std::string_view::npos ? end : end - at - key.size());
+      while (!fields.empty()) {
+        const auto start = fields.find_first_not_of(" \t");
+        if (start == std::string_view::npos) break;
+        fields.remove_prefix(start);
+        std::int64_t id = 0;
+        const auto [next, ec] = std::from_chars(fields.data(), fields.data() + fields.size(), id);
+        if (ec != std::errc{}) break;
+        ids.push_back(id);
+        fields.remove_prefix(static_cast<std::size_t>(next - fields.data()));
+      }
     }
   }
   std::sort(ids.begin(), ids.end());

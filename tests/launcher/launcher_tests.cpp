@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <string>
+#include <thread>
+#include <variant>
 #include <vector>
 
 #include <csignal>
@@ -756,4 +758,83 @@ TEST_CASE("the interpreter dies with the launcher (PR_SET_PDEATHSIG survives the
   REQUIRE(reaped == child);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
+}
+
+namespace {
+
+/// A control line decoded as one of `Frames`; fails the test on anything else.
+template <class... Frames>
+std::variant<Frames...> control_frame(launcher& process, std::chrono::milliseconds timeout = 15s) {
+  const auto line = process.control_line(timeout);
+  REQUIRE_MESSAGE(line, "no control frame in time");
+  auto frame = protocol::decode_frame<Frames...>(*line);
+  REQUIRE_MESSAGE(frame, *line);
+  return std::move(frame).value();
+}
+
+}  // namespace
+
+TEST_CASE("a prepared launch holds no clock until narrow; then the narrowed limits hold, as the child lowered them") {
+  if (!have_root()) return;
+  scratch dir;
+  auto launch = default_launch(dir);
+  launch.prepared = true;
+  launch.limits.wall_seconds = 1.0;
+  launcher process;
+  process.send(launch);
+  REQUIRE(std::holds_alternative<protocol::started_frame>(control_frame<protocol::started_frame, protocol::launch_error_frame>(process)));
+  REQUIRE(process.channel_line());  // hello
+  std::this_thread::sleep_for(1500ms);  // past the launch's wall clock: waiting is not running
+  protocol::narrow_frame narrow{launch.limits};
+  narrow.limits.address_space_bytes = std::uint64_t{200} << 20;
+  narrow.limits.wall_seconds = 1.0;
+  process.send(narrow);
+  const auto narrowed = std::get<protocol::narrowed_frame>(control_frame<protocol::narrowed_frame>(process));
+  CHECK(narrowed.rlimits.address_space_bytes == std::int64_t{200} << 20);
+  process.send_channel(protocol::lower_limits_frame{narrowed.rlimits});
+  const auto lowered = process.channel_line();
+  REQUIRE(lowered);
+  const auto observed = std::get<protocol::lowered_frame>(protocol::decode_frame<protocol::lowered_frame>(*lowered).value());
+  CHECK(observed.rlimits.address_space_bytes == rlimit_pair{std::int64_t{200} << 20, std::int64_t{200} << 20});
+  process.send_channel(protocol::run_frame{"import time\ntime.sleep(30)", "<program>"});
+  const auto exit = std::get<protocol::exit_frame>(control_frame<protocol::exit_frame>(process, 20s));
+  CHECK(exit.limit_hit == limit_name::wall_seconds);
+  CHECK(exit.wall_seconds >= 1.0);
+  CHECK(exit.wall_seconds < 5.0);  // counted from the narrowing, not the launch
+  CHECK(exit.survivors == 0);
+  CHECK(process.wait() == 0);
+}
+
+TEST_CASE("a narrowing above the launch's limits is refused, and the execution ends before any program") {
+  if (!have_root()) return;
+  scratch dir;
+  auto launch = default_launch(dir);
+  launch.prepared = true;
+  launcher process;
+  process.send(launch);
+  REQUIRE(std::holds_alternative<protocol::started_frame>(control_frame<protocol::started_frame, protocol::launch_error_frame>(process)));
+  REQUIRE(process.channel_line());  // hello
+  protocol::narrow_frame narrow{launch.limits};
+  narrow.limits.address_space_bytes = launch.limits.address_space_bytes.value * 2;
+  process.send(narrow);
+  const auto error = std::get<protocol::launch_error_frame>(control_frame<protocol::launch_error_frame>(process));
+  CHECK(error.stage == "narrow");
+  const auto exit = std::get<protocol::exit_frame>(control_frame<protocol::exit_frame>(process));
+  CHECK(exit.cancelled);
+  CHECK(exit.survivors == 0);
+  CHECK(process.wait() == 0);
+}
+
+TEST_CASE("narrow on a launch that was not prepared breaks the contract: the execution ends as cancelled") {
+  if (!have_root()) return;
+  scratch dir;
+  const auto launch = default_launch(dir);
+  launcher process;
+  process.send(launch);
+  REQUIRE(std::holds_alternative<protocol::started_frame>(control_frame<protocol::started_frame, protocol::launch_error_frame>(process)));
+  process.send(protocol::narrow_frame{launch.limits});
+  const auto exit = std::get<protocol::exit_frame>(control_frame<protocol::exit_frame>(process));
+  CHECK(exit.cancelled);
+  CHECK(exit.survivors == 0);
+  CHECK(process.wait() == 0);
 }

@@ -35,7 +35,7 @@ struct frame_set {
 };
 using all_frames = frame_set<launch_frame, cancel_frame, started_frame, launch_error_frame,
                              exit_frame, hello_frame, done_frame, run_frame, abort_frame, call_frame,
-                             result_frame>;
+                             result_frame, narrow_frame, narrowed_frame, lower_limits_frame, lowered_frame>;
 
 inline result<all_frames::variant> decode_any(std::string_view line, json_bounds bounds = {}) {
   return all_frames::decode(line, bounds);

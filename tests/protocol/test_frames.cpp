@@ -55,6 +55,24 @@ TEST_CASE("frames: every frame round-trips with every field set") {
   SUBCASE("done, failed") { check_round_trip(sample_done_failed()); }
   SUBCASE("run") { check_round_trip(sample_run()); }
   SUBCASE("abort") { check_round_trip(sample_abort()); }
+  SUBCASE("a prepared launch, and its narrowing (docs/pools.md)") {
+    launch_frame prepared = sample_launch();
+    prepared.prepared = true;
+    check_round_trip(prepared);
+    narrow_frame narrow;
+    narrow.limits.cpu_seconds = 2.5;
+    narrow.limits.process_count = 9;
+    check_round_trip(narrow);
+    const narrowed_frame narrowed{{.cpu_seconds = 3, .address_space_bytes = 1 << 26, .file_size_bytes = 1 << 20,
+                                   .process_count = 10, .open_files = 256, .core_bytes = 0}};
+    check_round_trip(narrowed);
+    check_round_trip(lower_limits_frame{narrowed.rlimits});
+    lowered_frame lowered;
+    lowered.rlimits.cpu_seconds = {3, 4};
+    lowered.cgroup_memory_limit = 1 << 26;
+    lowered.cgroup_pids_limit = 10;
+    check_round_trip(lowered);
+  }
 }
 
 TEST_CASE("frames: the examples of the contract decode") {

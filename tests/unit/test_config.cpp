@@ -62,3 +62,18 @@ TEST_CASE("config: a member psych does not know is an error, never silently igno
     CHECK(typo.error().detail.find("limit_ceiling.memory_bytes") != std::string::npos);
   }
 }
+
+TEST_CASE("config: pool sets the prepared sandboxes of psych serve, within bounds") {
+  const auto pooled = load(R"({"pool": {"size": 4, "max_age_seconds": 120}})");
+  REQUIRE(pooled);
+  CHECK(pooled.value().pool.size == 4);
+  CHECK(pooled.value().pool.max_age_seconds == 120);
+  const auto absent = load(R"({})");
+  REQUIRE(absent);
+  CHECK(absent.value().pool.size == 0);  // off unless asked for
+  for (const auto* bad : {R"({"pool": {"size": -1}})", R"({"pool": {"size": 65}})",
+                          R"({"pool": {"max_age_seconds": 0}})", R"({"pool": {"sizes": 2}})"}) {
+    INFO(bad);
+    CHECK_FALSE(load(bad));
+  }
+}

@@ -172,6 +172,13 @@ struct local_sandbox_options {
   std::string temp_root = "/tmp";  ///< where per-execution directories are made
   /// Prepared sandboxes for this backend; off by default.
   prepared_pool_options pool;
+  /// How local_sandbox() knows a backend works. true: it runs a probe (describe()) before it
+  /// hands the sandbox back, and a backend whose probe fails is passed over. false: the first
+  /// run() is the probe — its own containment report is graded as every execution's is, and a
+  /// backend that could not start it (launch_failed, isolation_unavailable) is passed over for
+  /// the next, with the same request, nothing of the program having run. For a process that runs
+  /// one program (`psych run`), which would otherwise start the sandbox twice.
+  bool probe_at_open = true;
 };
 
 /// Where the package this program was built against put its launcher. psych's CMake package
