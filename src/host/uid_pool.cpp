@@ -88,7 +88,7 @@ std::vector<std::int64_t> ids_in_use() {
   while (const dirent* entry = ::readdir(proc.get())) {
     const std::string_view name = entry->d_name;
     if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
-    char path[64];
+    char path[sizeof "/proc/" + sizeof entry->d_name + sizeof "/status"];  // room for any name
     std::snprintf(path, sizeof path, "/proc/%s/status", entry->d_name);
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // gone since the listing
