@@ -20,6 +20,7 @@
 
 #include "interleaved.hpp"
 #include "median.hpp"
+#include "pinned.hpp"
 #include "spawn.hpp"
 
 namespace {
@@ -51,24 +52,12 @@ int main(int argc, char** argv) {
   };
   for (const auto& [backend, level, tag] : {level_case{"linux-namespaces", psych::isolation_level::isolated, "isolated"},
                                             level_case{"linux-process", psych::isolation_level::process, "process"}}) {
-    psych::local_sandbox_options options;
-    options.backend = backend;
-    options.isolation = level;
-    auto made = psych::local_sandbox(options);
-    if (!made) {
-      fmt::print("  ({} not measured: {})\n", backend, made.error().message());
-      continue;
-    }
-    std::shared_ptr<psych::sandbox> sandbox = std::move(made).value();
+    auto sandbox = psych::bench::pinned_sandbox(backend, level);
+    if (!sandbox) continue;
     if (python.empty()) python = sandbox->describe().interpreter;
     keep.push_back(sandbox);
-    const auto offer = sandbox->offer();
-    const auto terms = std::get<psych::execution_terms>(
-        psych::intersect_terms(offer, {.limits = offer.limit_ceiling}, {.isolation = level}, {}));
-    all.push_back({fmt::format("library run() ({})", backend), fmt::format("cli_library_{}_ms", tag), [sandbox, terms] {
-                     const auto r = sandbox->run({.program = "return 1", .terms = terms});
-                     return r.ok() && r.value && r.value->text == "1";
-                   }, {}, {}});
+    all.push_back({fmt::format("library run() ({})", backend), fmt::format("cli_library_{}_ms", tag),
+                   psych::bench::return_one(sandbox, level), {}, {}});
     all.push_back({fmt::format("psych run --backend {}", backend), fmt::format("cli_psych_run_{}_ms", tag),
                    [cli, backend = std::string(backend), program] {
                      return psych::bench::spawn_and_wait({cli, "run", "--backend", backend, program});

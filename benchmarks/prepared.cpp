@@ -21,6 +21,7 @@
 
 #include "interleaved.hpp"
 #include "median.hpp"
+#include "pinned.hpp"
 #include "spawn.hpp"
 
 namespace {
@@ -28,37 +29,12 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using psych::bench::contender;
 using psych::bench::median;
+using psych::bench::return_one;
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto at = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(at, v.size() - 1)];
-}
-
-/// A pinned local backend, with a pool of `pool_size` (0: built on request).
-std::shared_ptr<psych::sandbox> backend(const char* name, psych::isolation_level level, std::size_t pool_size) {
-  psych::local_sandbox_options options;
-  options.backend = name;
-  options.isolation = level;
-  options.pool.size = pool_size;
-  auto made = psych::local_sandbox(options);
-  if (!made) {
-    fmt::print("  ({} not measured: {})\n", name, made.error().message());
-    return nullptr;
-  }
-  return std::move(made).value();
-}
-
-std::function<bool()> return_one(std::shared_ptr<psych::sandbox> sandbox, psych::isolation_level level) {
-  const auto offer = sandbox->offer();
-  const auto terms = std::get<psych::execution_terms>(
-      psych::intersect_terms(offer, {.limits = offer.limit_ceiling}, {.isolation = level}, {}));
-  return [sandbox, terms] {
-    const auto result = sandbox->run({.program = "return 1", .terms = terms});
-    if (result.ok() && result.value && result.value->text == "1") return true;
-    fmt::print(stderr, "prepared: a run failed: {}\n", result.failure ? result.failure->message : "no value");
-    return false;
-  };
 }
 
 }  // namespace
@@ -85,8 +61,8 @@ int main(int argc, char** argv) {
   };
   for (const auto& [name, level, tag] : {level_case{"linux-namespaces", psych::isolation_level::isolated, "isolated"},
                                          level_case{"linux-process", psych::isolation_level::process, "process"}}) {
-    auto cold = backend(name, level, 0);
-    auto pooled = backend(name, level, 2);
+    auto cold = psych::bench::pinned_sandbox(name, level);
+    auto pooled = psych::bench::pinned_sandbox(name, level, 2);
     if (!cold || !pooled) continue;
     all.push_back({fmt::format("{} built on request", name), fmt::format("prepared_{}_cold_ms", tag),
                    return_one(cold, level), {}, {}});
@@ -111,7 +87,7 @@ int main(int argc, char** argv) {
   }
 
   // A burst: back-to-back requests against a pool of 2 outrun its refill after the first two.
-  if (auto pooled = backend("linux-namespaces", psych::isolation_level::isolated, 2)) {
+  if (auto pooled = psych::bench::pinned_sandbox("linux-namespaces", psych::isolation_level::isolated, 2)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const auto once = return_one(pooled, psych::isolation_level::isolated);
     std::vector<double> burst;

@@ -160,6 +160,7 @@ TEST_CASE("prepared: a pool that cannot prepare says so, and a request is built 
 }
 
 TEST_CASE("prepared: at isolation=process one shared uid turns the pool off, and describe() says why") {
+  int checked = 0;
   for (const auto& backend : conformance::backends()) {
     if (backend.name != "linux-process" || !backend.options.run_as_uid) continue;
     auto options = backend.options;
@@ -172,5 +173,7 @@ TEST_CASE("prepared: at isolation=process one shared uid turns the pool off, and
     CHECK(said);
     const auto r = conformance::run(*sb, "return 2");
     CHECK(r.ok());
+    ++checked;
   }
+  CHECK_MESSAGE(checked == 1, "the suite has no linux-process backend with one run_as_uid to check");
 }

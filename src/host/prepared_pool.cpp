@@ -121,7 +121,14 @@ void prepared_pool::refill() {
     if (sandbox) {
       backoff = first_backoff;
       counts_.last_failure.clear();
-      ready_.push_back(std::move(sandbox));
+      // It may have expired or died between wait_ready() and now, when ended_unclaimed() could
+      // not find it here: then it is joined, not offered.
+      if (sandbox->claim.waiting()) {
+        ready_.push_back(std::move(sandbox));
+      } else {
+        ++counts_.retired;
+        ended_.push_back(std::move(sandbox));
+      }
       continue;
     }
     counts_.last_failure = failure;

@@ -666,6 +666,11 @@ void claim_point::retire() {
   if (wake) wake();
 }
 
+bool claim_point::waiting() const {
+  std::lock_guard lock(mutex_);
+  return state_ == state::ready;
+}
+
 std::string claim_point::failure() const {
   std::lock_guard lock(mutex_);
   return failure_;

@@ -70,6 +70,8 @@ class claim_point {
   bool claim(const session_plan& request);
   /// The unclaimed session aborts its child and ends; a claimed one is not affected.
   void retire();
+  /// Whether the session is still graded and waiting (neither claimed, retired nor ended).
+  bool waiting() const;
   /// Why the session never became ready, once wait_ready() returned false.
   std::string failure() const;
 
