@@ -1,9 +1,10 @@
 // Prepared sandboxes (docs/pools.md): run() of `return 1` on a claimed ISOLATED (and PROCESS)
 // sandbox beside the same backend built on request and the bare interpreter, interleaved in one
-// run. Requests arrive slower than the pool refills (a pause, not timed, before each), so every
-// one finds a prepared sandbox; the targets are a median of at most 0.25x and a p99 of at most
-// 0.6x bare `python3 -I -S -c pass`. Then a burst that outruns the refill: back-to-back requests
-// against a pool of 2, whose latency should fall back to the on-request path, not below it.
+// run. Requests arrive slower than the pool refills (a pause, not timed, before each contender,
+// so that no refill runs beside a timed one), so every one finds a prepared sandbox; the targets
+// are a median of at most 0.25x and a p99 of at most 0.6x bare `python3 -I -S -c pass`. Then a
+// burst that outruns the refill: back-to-back requests against a pool of 2, whose latency should
+// fall back to the on-request path, not below it.
 //   bench_prepared [rounds]
 #include <algorithm>
 #include <chrono>
@@ -49,11 +50,15 @@ int main(int argc, char** argv) {
   const std::string python = probe.value()->describe().interpreter;
   probe.value().reset();
 
-  // Slower than the refill: a pool of 2 refills one sandbox in about the cold path's time.
-  constexpr auto steady_pause = std::chrono::milliseconds(60);
+  // Slower than the refill: a pool refills one sandbox in about the cold path's time. Every
+  // contender waits as long before it is timed, so that none is measured beside a refill started
+  // by the one before it (the refill's CPU would slow the bare interpreter and the on-request path
+  // as much as it slows a claim).
+  constexpr auto steady_pause = std::chrono::milliseconds(150);
   std::vector<contender> all;
   all.push_back({"python3 -I -S -c pass", "prepared_bare_ms",
-                 [&] { return psych::bench::spawn_and_wait({python, "-I", "-S", "-c", "pass"}); }, {}, {}});
+                 [&] { return psych::bench::spawn_and_wait({python, "-I", "-S", "-c", "pass"}); }, steady_pause,
+                 {}});
   struct level_case {
     const char* name;
     psych::isolation_level level;
@@ -65,7 +70,7 @@ int main(int argc, char** argv) {
     auto pooled = psych::bench::pinned_sandbox(name, level, 2);
     if (!cold || !pooled) continue;
     all.push_back({fmt::format("{} built on request", name), fmt::format("prepared_{}_cold_ms", tag),
-                   return_one(cold, level), {}, {}});
+                   return_one(cold, level), steady_pause, {}});
     all.push_back({fmt::format("{} prepared (pool 2)", name), fmt::format("prepared_{}_claimed_ms", tag),
                    return_one(pooled, level), steady_pause, {}});
   }

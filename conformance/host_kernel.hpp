@@ -15,4 +15,7 @@ inline int host_landlock_abi() {
   return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
+/// Whether the test runs as root (a root worker gives each child a uid of its own).
+inline bool is_root() { return ::geteuid() == 0; }
+
 }  // namespace conformance

@@ -49,6 +49,7 @@
 #include <utility>
 
 #include "backends.hpp"
+#include "program_text.hpp"
 #include "posix.hpp"
 #include "host_kernel.hpp"
 
@@ -56,6 +57,8 @@ using namespace psych;
 using conformance::backend_under_test;
 using conformance::for_each_backend_as;
 namespace fs = std::filesystem;
+
+using conformance::fill;
 
 namespace {
 
@@ -126,17 +129,6 @@ def attempt(action):
 
 std::string with_prelude(const std::string& program) { return prelude + program; }
 
-/// Replaces every `{NAME}` in a program with a value the test computed (pids, paths, ports).
-std::string fill(std::string program, std::initializer_list<std::pair<const char*, std::string>> values) {
-  for (const auto& [key, value] : values) {
-    const std::string placeholder = std::string("{") + key + "}";
-    for (auto at = program.find(placeholder); at != std::string::npos;
-         at = program.find(placeholder, at + value.size()))
-      program.replace(at, placeholder.size(), value);
-  }
-  return program;
-}
-
 /// A directory the test owns (root), mode as asked, removed with everything in it at the end.
 class scratch_dir {
  public:
@@ -192,7 +184,7 @@ std::unique_ptr<loopback_socket> loopback(int family, int type) {
 }
 
 /// A Unix stream listener of the test process, at a path or (leading '@') in the abstract namespace.
-unique_fd unix_listener(const std::string& where) {
+unique_fd host_unix_listener(const std::string& where) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
   sockaddr_un address{};
@@ -763,9 +755,9 @@ TEST_CASE("hostile: the worker's Unix sockets, on the filesystem and in the abst
     const auto closed_path = dir.path() + "/closed.sock";
     std::random_device entropy;
     const auto abstract = "@psych-hostile-" + std::to_string(::getpid()) + "-" + std::to_string(entropy());
-    const auto open_listener = unix_listener(open_path);
-    const auto closed_listener = unix_listener(closed_path);
-    const auto abstract_listener = unix_listener(abstract);
+    const auto open_listener = host_unix_listener(open_path);
+    const auto closed_listener = host_unix_listener(closed_path);
+    const auto abstract_listener = host_unix_listener(abstract);
     ::chmod(open_path.c_str(), 0777);
     ::chmod(closed_path.c_str(), 0700);
     const auto r = conformance::run(

@@ -15,13 +15,14 @@
 #include <thread>
 
 #include "backends.hpp"
+#include "host_kernel.hpp"
 
 using namespace psych;
 namespace fs = std::filesystem;
 
-namespace {
+using conformance::is_root;
 
-bool is_root() { return ::geteuid() == 0; }
+namespace {
 
 /// The backend's options, each execution drawing its own uid from `range`.
 local_sandbox_options with_range(const conformance::backend_under_test& backend, std::int64_t first,

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "backends.hpp"
+#include "program_text.hpp"
 #include "posix.hpp"
 #include "host_kernel.hpp"
 #include "invoker.hpp"
@@ -34,6 +35,8 @@ using conformance::backend_under_test;
 using conformance::for_each_backend;
 using conformance::for_each_backend_as;
 namespace fs = std::filesystem;
+
+using conformance::fill;
 
 namespace {
 
@@ -157,16 +160,6 @@ std::string described(const sandbox_result& r) {
   std::string text = r.value ? "value: " + r.value->text : "no value";
   if (r.failure) text += "\nfailure: " + r.failure->message + "\n" + r.failure->traceback;
   return text;
-}
-
-std::string fill(std::string program, std::initializer_list<std::pair<const char*, std::string>> values) {
-  for (const auto& [key, value] : values) {
-    const std::string placeholder = std::string("{") + key + "}";
-    for (auto at = program.find(placeholder); at != std::string::npos;
-         at = program.find(placeholder, at + value.size()))
-      program.replace(at, placeholder.size(), value);
-  }
-  return program;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 # psych bootstrap: the first and only Python code that runs in the sandboxed child.
 #
-# The launcher execs `<python> -I -S -c <loader> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE`
+# The launcher execs `<python> -I -S -c <loader> TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE [prepared]`
 # with cwd = the workspace, fd 0 = /dev/null, fds 1/2 = the host's stdout and stderr pipes,
 # fd 3 = the channel (docs/contract.md) and fd 4 = this file, precompiled; the loader
 # (bootstrap_loader.py) closes fd 4 and runs this in its globals. Before reading anything it sends
@@ -1123,10 +1123,11 @@ def nothing_left_to_finalize():
 
 
 def main():
-    if len(sys.argv) != 6:
-        posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE\n")
+    if len(sys.argv) not in (6, 7) or sys.argv[6:] not in ([], ["prepared"]):
+        posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE [prepared]\n")
         raise SystemExit(PROTOCOL_EXIT_CODE)
-    token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:]
+    token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:6]
+    prepared = len(sys.argv) == 7
     global CHANNEL
     channel = CHANNEL = Channel(CHANNEL_FD)
     try:
@@ -1136,6 +1137,8 @@ def main():
         report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace)
         channel.send(frame_bytes({"type": "hello", "token": token, "report": report}))
         import_ast()  # while the host grades hello: nothing of the program has arrived yet
+        if prepared:
+            import resource  # lower_limits' (about 1 ms), loaded while the sandbox waits for its claim
         settle()
         frame = channel.receive()
         if frame["type"] == "lower_limits":  # a prepared sandbox, claimed (docs/pools.md)

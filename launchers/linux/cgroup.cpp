@@ -26,7 +26,7 @@ namespace {
 
 using std::chrono::steady_clock;
 
-constexpr std::string_view stage = "cgroup";
+constexpr std::string_view cgroup_stage = "cgroup";
 constexpr auto kill_patience = std::chrono::seconds(2);
 constexpr auto rmdir_patience = std::chrono::seconds(1);
 constexpr std::int64_t cpu_period_us = 100000;  // the kernel's default period; the quota is a share of it
@@ -37,7 +37,7 @@ constexpr double cpu_seconds_per_second_max = 1e6;  // far above any machine; ke
 
 setup_result<std::string> read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(system_failure(stage, "open", errno, path));
+  if (fd < 0) return fail(system_failure(cgroup_stage, "open", errno, path));
   std::string text;
   char chunk[4096];
   for (;;) {
@@ -46,7 +46,7 @@ setup_result<std::string> read_file(const std::string& path) {
     if (got <= 0) {
       const int error = got < 0 ? errno : 0;
       ::close(fd);
-      if (error != 0) return fail(system_failure(stage, "read", error, path));
+      if (error != 0) return fail(system_failure(cgroup_stage, "read", error, path));
       return text;
     }
     text.append(chunk, static_cast<std::size_t>(got));
@@ -54,7 +54,7 @@ setup_result<std::string> read_file(const std::string& path) {
 }
 
 setup_result<void> write_file(const std::string& path, std::string_view value) {
-  return write_kernel_file(stage, path, value);
+  return write_kernel_file(cgroup_stage, path, value);
 }
 
 // The errors that say "this hierarchy is not the launcher's to use" (mounted read-only, not
@@ -306,7 +306,7 @@ setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_
 setup_result<void> check_limits(const cgroup_limits& limits) {
   const double cpu = limits.cpu_seconds_per_second;
   if (limits.memory_bytes > 0 && limits.pids > 0 && cpu >= 0 && cpu <= cpu_seconds_per_second_max) return success();
-  return fail(refusal(stage, fmt::format("cgroup limits of {} bytes, {} pids and {} cpu seconds per second: memory "
+  return fail(refusal(cgroup_stage, fmt::format("cgroup limits of {} bytes, {} pids and {} cpu seconds per second: memory "
                                          "and pids must be positive, cpu from 0 to {}",
                                          limits.memory_bytes, limits.pids, cpu, cpu_seconds_per_second_max)));
 }
@@ -343,12 +343,12 @@ setup_result<std::optional<std::string>> make_child(const std::string& parent, c
   int made = ::mkdir(directory.c_str(), 0755);
   if (made != 0 && errno == EEXIST) {
     if (::rmdir(directory.c_str()) != 0)
-      return fail(system_failure(stage, "rmdir", errno, fmt::format("{} (left by a dead launcher)", directory)));
+      return fail(system_failure(cgroup_stage, "rmdir", errno, fmt::format("{} (left by a dead launcher)", directory)));
     made = ::mkdir(directory.c_str(), 0755);
   }
   if (made == 0) return std::optional<std::string>(std::move(directory));
   if (unusable(errno)) return std::optional<std::string>{};
-  return fail(system_failure(stage, "mkdir", errno, directory));
+  return fail(system_failure(cgroup_stage, "mkdir", errno, directory));
 }
 
 setup_result<void> write_limits(const std::vector<std::string>& directories, const std::vector<setting>& settings) {
@@ -360,7 +360,7 @@ setup_result<void> write_limits(const std::vector<std::string>& directories, con
     PSYCH_TRY(std::move(written));
     PSYCH_TRY(const auto text, read_file(path));
     if (trimmed(text) != limit.value)
-      return fail(refusal(stage, fmt::format("{} reads back {:?} after {:?} was written", path, trimmed(text),
+      return fail(refusal(cgroup_stage, fmt::format("{} reads back {:?} after {:?} was written", path, trimmed(text),
                                              limit.value)));
   }
   return success();
@@ -418,7 +418,7 @@ setup_result<void> remove_directory(const std::string& directory, steady_clock::
     if (::rmdir(directory.c_str()) == 0 || errno == ENOENT) return success();
     const int error = errno;
     if (error != EBUSY || steady_clock::now() >= deadline)
-      return fail(system_failure(stage, "rmdir", error, directory));
+      return fail(system_failure(cgroup_stage, "rmdir", error, directory));
     pause_briefly();
   }
 }
@@ -510,12 +510,12 @@ setup_result<void> execution_cgroup::narrow(const cgroup_limits& limits) const {
   // The same plan as create()'s, so each setting names the same directory by the same index.
   PSYCH_TRY(const auto planned, version_ == cgroup_version::v2 ? plan_v2(view, limits) : plan_v1(view, limits));
   if (!planned || planned->parents.size() != directories_.size())
-    return fail(refusal(stage, "the hierarchy the cgroup was made in no longer plans the same directories"));
+    return fail(refusal(cgroup_stage, "the hierarchy the cgroup was made in no longer plans the same directories"));
   return write_limits(directories_, planned->settings);
 }
 
 setup_result<void> execution_cgroup::attach(pid_t pid) const {
-  if (removed_) return fail(refusal(stage, fmt::format("pid {} cannot join a cgroup that was removed", pid)));
+  if (removed_) return fail(refusal(cgroup_stage, fmt::format("pid {} cannot join a cgroup that was removed", pid)));
   for (const auto& directory : directories_) {
     PSYCH_TRY(write_file(directory + "/cgroup.procs", fmt::format("{}", pid)));
   }

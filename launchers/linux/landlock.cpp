@@ -46,7 +46,7 @@ namespace psych::launcher {
 
 namespace {
 
-constexpr const char* stage = "landlock";
+constexpr const char* landlock_stage = "landlock";
 
 /// The newest ABI this file knows: ABI 7 added audit logging flags, no access right.
 constexpr int newest_known_abi = 7;
@@ -96,20 +96,20 @@ setup_result<bool> add_path_rule(int ruleset_fd, const std::string& path, std::u
   const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return false;
-    return fail(system_failure(stage, "open", errno, path + ", O_PATH"));
+    return fail(system_failure(landlock_stage, "open", errno, path + ", O_PATH"));
   }
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
     const int saved = errno;
     ::close(fd);
-    return fail(system_failure(stage, "fstat", saved, path));
+    return fail(system_failure(landlock_stage, "fstat", saved, path));
   }
   if (!S_ISDIR(status.st_mode)) rights &= file_rights;
   const landlock_path_beneath_attr rule{.allowed_access = rights, .parent_fd = fd};
   const long added = ::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0U);
   const int saved = errno;
   ::close(fd);
-  if (added != 0) return fail(system_failure(stage, "landlock_add_rule", saved, path));
+  if (added != 0) return fail(system_failure(landlock_stage, "landlock_add_rule", saved, path));
   return true;
 }
 
@@ -134,7 +134,7 @@ setup_result<landlock_ruleset> landlock_ruleset::prepare(const landlock_paths& p
     attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
   if (abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   const long fd = ::syscall(SYS_landlock_create_ruleset, &attr, attr_size(abi), 0U);
-  if (fd < 0) return fail(system_failure(stage, "landlock_create_ruleset", errno, "handled rights, 0"));
+  if (fd < 0) return fail(system_failure(landlock_stage, "landlock_create_ruleset", errno, "handled rights, 0"));
   ruleset.fd_ = static_cast<int>(fd);  // O_CLOEXEC: the kernel always sets it on a ruleset fd
 
   const std::uint64_t handled = attr.handled_access_fs;
@@ -176,7 +176,7 @@ landlock_ruleset::~landlock_ruleset() {
 setup_result<void> landlock_ruleset::restrict_self() const {
   if (fd_ < 0) return success();
   if (::syscall(SYS_landlock_restrict_self, fd_, 0U) != 0)
-    return fail(system_failure(stage, "landlock_restrict_self", errno, "ruleset, 0"));
+    return fail(system_failure(landlock_stage, "landlock_restrict_self", errno, "ruleset, 0"));
   return success();
 }
 

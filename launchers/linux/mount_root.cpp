@@ -18,7 +18,7 @@ namespace psych::launcher {
 
 namespace {
 
-constexpr const char* stage = "filesystem";
+constexpr const char* filesystem_stage = "filesystem";
 constexpr const char* old_root = "/.old-root";
 constexpr const char* devices[] = {"null", "zero", "full", "random", "urandom"};
 // Top-level names a merged-/usr host keeps as symlinks into /usr, or as real library directories.
@@ -46,16 +46,16 @@ bool is_directory(const std::string& path) {
 /// already exist, and every component above the root always does.
 setup_result<void> make_directories(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return success();
-  if (errno != ENOENT) return fail(system_failure(stage, "mkdir", errno, path));
+  if (errno != ENOENT) return fail(system_failure(filesystem_stage, "mkdir", errno, path));
   PSYCH_TRY(make_directories(parent_of(path)));
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return fail(system_failure(stage, "mkdir", errno, path));
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return fail(system_failure(filesystem_stage, "mkdir", errno, path));
   return success();
 }
 
 setup_result<void> make_file(const std::string& path) {
   PSYCH_TRY(make_directories(parent_of(path)));
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return fail(system_failure(stage, "open", errno, path));
+  if (fd < 0) return fail(system_failure(filesystem_stage, "open", errno, path));
   ::close(fd);
   return success();
 }
@@ -63,7 +63,7 @@ setup_result<void> make_file(const std::string& path) {
 setup_result<void> mount_call(const char* source, const std::string& target, const char* type,
                               unsigned long flags, const char* data = nullptr) {
   if (::mount(source, target.c_str(), type, flags, data) != 0)
-    return fail(system_failure(stage, "mount", errno,
+    return fail(system_failure(filesystem_stage, "mount", errno,
                                fmt::format("{}, {}, {}, {:#x}", source ? source : "NULL", target,
                                            type ? type : "NULL", flags)));
   return success();
@@ -82,7 +82,7 @@ unsigned long locked_flags_of(const std::string& path) {
   return flags | MS_NOSUID | MS_NODEV;
 }
 
-setup_result<void> bind(const std::string& host, const std::string& target, bool read_only,
+setup_result<void> bind_mount(const std::string& host, const std::string& target, bool read_only,
                         unsigned long extra = 0) {
   PSYCH_TRY(mount_call(host.c_str(), target, nullptr, MS_BIND | MS_REC));
   const unsigned long flags = locked_flags_of(host) | extra;
@@ -94,14 +94,14 @@ setup_result<void> bind(const std::string& host, const std::string& target, bool
   mount_attr attributes{.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
   if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attributes, sizeof attributes) != 0 &&
       errno != ENOSYS)
-    return fail(system_failure(stage, "mount_setattr", errno, target + ", AT_RECURSIVE, RDONLY|NOSUID|NODEV"));
+    return fail(system_failure(filesystem_stage, "mount_setattr", errno, target + ", AT_RECURSIVE, RDONLY|NOSUID|NODEV"));
   return success();
 }
 
 setup_result<void> bind_directory(const std::string& root, const std::string& host, const std::string& inside,
                                   bool read_only) {
   PSYCH_TRY(make_directories(root + inside));
-  return bind(host, root + inside, read_only);
+  return bind_mount(host, root + inside, read_only);
 }
 
 setup_result<void> replicate_top_level(const std::string& root, const std::vector<std::string>& bound) {
@@ -114,7 +114,7 @@ setup_result<void> replicate_top_level(const std::string& root, const std::vecto
       const ssize_t n = ::readlink(host.c_str(), target, sizeof target - 1);
       if (n <= 0) continue;
       if (::symlink(std::string(target, static_cast<std::size_t>(n)).c_str(), (root + host).c_str()) != 0)
-        return fail(system_failure(stage, "symlink", errno, root + host));
+        return fail(system_failure(filesystem_stage, "symlink", errno, root + host));
     } else if (S_ISDIR(st.st_mode) && std::string_view(name).starts_with("lib") &&
                std::find(bound.begin(), bound.end(), host) == bound.end()) {
       PSYCH_TRY(bind_directory(root, host, host, true));
@@ -137,7 +137,7 @@ setup_result<void> build_dev(const std::string& root) {
       {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}};
   for (const auto& [name, target] : links)
     if (::symlink(target, (dev + "/" + name).c_str()) != 0)
-      return fail(system_failure(stage, "symlink", errno, dev + "/" + name));
+      return fail(system_failure(filesystem_stage, "symlink", errno, dev + "/" + name));
   return mount_call(nullptr, dev, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64");
 }
 
@@ -193,7 +193,7 @@ setup_result<void> enter_minimal_root(const root_plan& plan) {
   PSYCH_TRY(replicate_top_level(root, binds));
   if (::access("/etc/ld.so.cache", R_OK) == 0) {
     PSYCH_TRY(make_file(root + "/etc/ld.so.cache"));
-    PSYCH_TRY(bind("/etc/ld.so.cache", root + "/etc/ld.so.cache", true));
+    PSYCH_TRY(bind_mount("/etc/ld.so.cache", root + "/etc/ld.so.cache", true));
   }
   PSYCH_TRY(bind_directory(root, plan.workspace, sandbox_workspace, false));
   PSYCH_TRY(make_directories(root + sandbox_tmp));
@@ -208,10 +208,10 @@ setup_result<void> enter_minimal_root(const root_plan& plan) {
 
   PSYCH_TRY(make_directories(root + old_root));
   if (::syscall(SYS_pivot_root, root.c_str(), (root + old_root).c_str()) != 0)
-    return fail(system_failure(stage, "pivot_root", errno, root));
-  if (::chdir("/") != 0) return fail(system_failure(stage, "chdir", errno, "/"));
-  if (::umount2(old_root, MNT_DETACH) != 0) return fail(system_failure(stage, "umount2", errno, old_root));
-  if (::rmdir(old_root) != 0) return fail(system_failure(stage, "rmdir", errno, old_root));
+    return fail(system_failure(filesystem_stage, "pivot_root", errno, root));
+  if (::chdir("/") != 0) return fail(system_failure(filesystem_stage, "chdir", errno, "/"));
+  if (::umount2(old_root, MNT_DETACH) != 0) return fail(system_failure(filesystem_stage, "umount2", errno, old_root));
+  if (::rmdir(old_root) != 0) return fail(system_failure(filesystem_stage, "rmdir", errno, old_root));
   return mount_call(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV);
 }
 

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <csignal>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -17,9 +19,12 @@
 namespace psych::launcher {
 
 string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_view loader) {
-  return string_vector({launch.interpreter, "-I", "-S", "-c", std::string(loader), launch.token,
-                        launch.canary, std::to_string(launch.probe.ipv4_port),
-                        std::to_string(launch.probe.ipv6_port), launch.workspace});
+  std::vector<std::string> argv{launch.interpreter, "-I", "-S", "-c", std::string(loader), launch.token,
+                                 launch.canary, std::to_string(launch.probe.ipv4_port),
+                                 std::to_string(launch.probe.ipv6_port), launch.workspace};
+  // A prepared child loads what its claim's narrowing needs while it waits (bootstrap.py, main()).
+  if (launch.prepared) argv.emplace_back("prepared");
+  return string_vector(std::move(argv));
 }
 
 namespace {

@@ -14,7 +14,7 @@
 namespace psych {
 namespace {
 
-auto fail(mcp_error_kind kind, std::string detail) {
+auto mcp_failure(mcp_error_kind kind, std::string detail) {
   return boost::outcome_v2::failure(mcp_error{kind, std::move(detail)});
 }
 
@@ -70,14 +70,14 @@ mcp_result<std::unique_ptr<mcp_binding_source>> mcp_binding_source::create(
     std::vector<std::unique_ptr<mcp_client>> clients, std::size_t threads) {
   std::set<std::string_view> names;
   for (const auto& client : clients) {
-    if (!client) return fail(mcp_error_kind::invalid_config, "a null client");
+    if (!client) return mcp_failure(mcp_error_kind::invalid_config, "a null client");
     const std::string& name = client->name();
-    if (name.empty()) return fail(mcp_error_kind::invalid_config, "a server with an empty name");
+    if (name.empty()) return mcp_failure(mcp_error_kind::invalid_config, "a server with an empty name");
     if (name.find("__") != std::string::npos)
-      return fail(mcp_error_kind::invalid_config,
+      return mcp_failure(mcp_error_kind::invalid_config,
                   fmt::format("the server name {} contains \"__\", which separates it from its tools", name));
     if (!names.insert(name).second)
-      return fail(mcp_error_kind::invalid_config, fmt::format("two servers are named {}", name));
+      return mcp_failure(mcp_error_kind::invalid_config, fmt::format("two servers are named {}", name));
   }
   auto i = std::make_unique<impl>();
   i->cache.resize(clients.size());

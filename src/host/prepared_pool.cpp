@@ -25,17 +25,22 @@ struct prepared_pool::prepared {
   explicit prepared(preparation made, clock::duration max_age)
       : plan(std::move(made.plan)), identity(std::move(made.identity)), claim(max_age) {
     plan.claim = &claim;
+    // The claimant's result at the `exit` report; the launcher's own exit, the directories and the
+    // identity are this sandbox's thread's to wait for, off the claimant's path.
+    plan.hand_over = [this](session_outcome&& ended) { outcome.set_value(std::move(ended)); };
   }
 
   /// Starts the session; it calls claim.ready() once graded and waiting, and `ended` last.
   void start(std::function<void(prepared*, std::optional<std::string>)> ended) {
     session = std::jthread([this, ended = std::move(ended)] {
-      outcome.set_value(run_session(plan, stop.get_token()));
+      const auto rest = run_session(plan, stop.get_token());
       // The tree is gone and the result handed over; the identity is let go once nothing of it
-      // is left (a survivor keeps it out of use), off the claimant's path.
-      std::optional<std::string> held_back;
-      if (identity) held_back = identity->release();
-      ended(this, std::move(held_back));
+      // is left (a survivor keeps it out of use), off the claimant's path. What went wrong after
+      // the hand-over (the directories) can only be the pool's to report.
+      std::optional<std::string> problem;
+      if (identity) problem = identity->release();
+      if (!problem && !rest.result.problems.empty()) problem = rest.result.problems.front();
+      ended(this, std::move(problem));
     });
   }
 
@@ -178,6 +183,7 @@ std::optional<sandbox_result> prepared_pool::run(const run_request& request, con
     // environment, directories) with the request's terms and program.
     session_plan claimed = sandbox->plan;
     claimed.claim = nullptr;
+    claimed.hand_over = nullptr;
     claimed.terms = terms;
     add_request(claimed, request);
     if (!sandbox->claim.claim(claimed)) {

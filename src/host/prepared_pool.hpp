@@ -38,7 +38,7 @@ struct pool_report {
   std::uint64_t missed = 0;       ///< requests that found none ready and were built on request
   std::uint64_t retired = 0;      ///< unclaimed past the maximum age, or a sandbox that ended while waiting
   std::string last_failure;       ///< the newest preparation that failed; empty once one succeeds
-  std::string last_held_back;     ///< the newest identity a survivor kept out of use
+  std::string last_held_back;     ///< the newest identity a survivor kept out of use, or directories left behind
 };
 
 class prepared_pool {

@@ -102,13 +102,16 @@ interpreter_exit exit_of(const protocol::exit_frame& exit) {
           .killed_on_request = exit.cancelled && exit.signal == SIGKILL};
 }
 
+/// The rest of a result once the tree is gone: its artifacts and its attachments.
+void complete_result(const session_plan& plan, const execution_dirs& dirs, session_outcome& outcome);
+
 /// One execution: the launcher, the conversation of the contract over control and channel, the
 /// program's output, the clock and the outcome. The transport, the calls and the network probe
 /// are each their own part; this is what ties them together.
 class session {
  public:
   session(const session_plan& plan, const execution_dirs& dirs)
-      : plan_(&plan), claim_(plan.claim), dirs_(dirs), local_launcher_(plan.launcher_path),
+      : plan_(&plan), hand_over_(plan.hand_over), claim_(plan.claim), dirs_(dirs), local_launcher_(plan.launcher_path),
         starter_(plan.starter ? *plan.starter : local_launcher_), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
         exit_report_wait_(io_), claim_wait_(io_),
@@ -141,6 +144,11 @@ class session {
       });
     });
     io_.run();
+    if (handed_over_) {
+      session_outcome rest;
+      rest.handed_over = true;
+      return rest;
+    }
     return finish();
   }
 
@@ -218,12 +226,23 @@ class session {
   // ---- the conversation -----------------------------------------------------
 
   awaitable<void> main() {
-    co_await (converse() && drain(stdout_, out_) && drain(stderr_, err_) && wait_launcher());
+    co_await (whole_result() && wait_launcher());
     backstop_.cancel();
     drain_deadline_.cancel();
     exit_report_wait_.cancel();
     claim_wait_.cancel();
     probe_.close();
+  }
+
+  /// The conversation and the output to end of file; then a plan that takes its outcome early
+  /// gets it now if the launcher reported the tree gone, with nothing of it left.
+  awaitable<void> whole_result() {
+    co_await (converse() && drain(stdout_, out_) && drain(stderr_, err_));
+    if (!hand_over_ || !exit_ || exit_->survivors != 0) co_return;
+    auto outcome = finish();
+    complete_result(*plan_, dirs_, outcome);
+    handed_over_ = true;
+    hand_over_(std::move(outcome));
   }
 
   awaitable<void> converse() {
@@ -588,6 +607,8 @@ class session {
   }
 
   const session_plan* plan_;  ///< a prepared session's becomes the claim's
+  const std::function<void(session_outcome&&)> hand_over_;  ///< the given plan's: the claim's caller
+  bool handed_over_ = false;
   claim_point* claim_;
   const execution_dirs& dirs_;
   local_launcher local_launcher_;  ///< used when the plan names no starter of its own
@@ -635,10 +656,25 @@ void collect_into(sandbox_result& result, const std::string& workspace, const ar
     result.artifacts_omitted_by_reason[std::string(name_of(reason))] = count;
 }
 
-}  // namespace
+void complete_result(const session_plan& plan, const execution_dirs& dirs, session_outcome& outcome) {
+  // The tree is gone: nothing races the walk but what the kernel already holds.
+  if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
+    collect_into(outcome.result, dirs.workspace, plan.terms.artifacts);
+  attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant, {plan.bindings.budget, plan.bindings.run});
+}
 
-/// After the tree is gone: artifacts, attachments, the directories swept.
-static session_outcome finish_session(const session_plan& plan, const execution_dirs& dirs, session_outcome outcome);
+/// The execution's directories removed and, below ISOLATED, what it left in the shared temp
+/// directories swept; a problem doing so goes into `outcome`.
+void sweep_after(const session_plan& plan, const execution_dirs& dirs, session_outcome& outcome) {
+  if (!remove_execution_dirs(dirs))
+    outcome.result.problems.push_back(
+        fmt::format("workspace: the host could not remove everything under {}", dirs.base));
+  // ISOLATED: the program saw no shared temp directory of the host (its /tmp is its own tmpfs,
+  // its message queues its own ipc namespace's), so there is nothing of it to sweep.
+  if (plan.run_as && plan.attempt != isolation_level::isolated) sweep_shared_temp(plan.run_as->uid);
+}
+
+}  // namespace
 
 bool claim_point::wait_ready() {
   std::unique_lock lock(mutex_);
@@ -705,12 +741,19 @@ void claim_point::ended(std::string why) {
 }
 
 session_outcome run_session(const session_plan& plan, std::stop_token stop) {
+  const auto handed = [&plan](session_outcome outcome) {
+    if (!plan.hand_over) return outcome;
+    plan.hand_over(std::move(outcome));
+    session_outcome rest;
+    rest.handed_over = true;
+    return rest;
+  };
   auto dirs = make_execution_dirs(plan.temp_root);
   if (!dirs) {
     session_outcome outcome;
     outcome.result.failure = sandbox_failure{failure_kind::launch_failed, dirs.error().message()};
     if (plan.claim) plan.claim->ended(outcome.result.failure->message);
-    return outcome;
+    return handed(std::move(outcome));
   }
   session_outcome outcome;
   const session_plan* ran = &plan;  // a prepared session's is its claim's
@@ -726,21 +769,13 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
   if (plan.claim)
     plan.claim->ended(outcome.result.failure ? outcome.result.failure->message
                                              : std::string("the prepared sandbox ended before it was ready"));
-  return finish_session(*ran, dirs.value(), std::move(outcome));
-}
-
-session_outcome finish_session(const session_plan& plan, const execution_dirs& dirs, session_outcome outcome) {
-  // The tree is gone: nothing races the walk but what the kernel already holds.
-  if (outcome.program_started && plan.terms.artifacts.collection == artifact_collection::collect)
-    collect_into(outcome.result, dirs.workspace, plan.terms.artifacts);
-  attach_items(outcome.result, plan.terms.output, plan.blobs, plan.tenant, {plan.bindings.budget, plan.bindings.run});
-  if (!remove_execution_dirs(dirs))
-    outcome.result.problems.push_back(
-        fmt::format("workspace: the host could not remove everything under {}", dirs.base));
-  // ISOLATED: the program saw no shared temp directory of the host (its /tmp is its own tmpfs,
-  // its message queues its own ipc namespace's), so there is nothing of it to sweep.
-  if (plan.run_as && plan.attempt != isolation_level::isolated) sweep_shared_temp(plan.run_as->uid);
-  return outcome;
+  if (outcome.handed_over) {  // the caller has its result: the sweep is this thread's alone
+    sweep_after(*ran, dirs.value(), outcome);
+    return outcome;
+  }
+  complete_result(*ran, dirs.value(), outcome);
+  sweep_after(*ran, dirs.value(), outcome);
+  return handed(std::move(outcome));
 }
 
 }  // namespace psych::host

@@ -53,6 +53,12 @@ struct session_plan {
   /// waits here for the request that claims it, runs that request's plan, and ends. Null: the
   /// program above runs at once.
   claim_point* claim = nullptr;
+  /// Where the outcome goes as soon as it is whole: at the launcher's `exit` report once the tree
+  /// is gone and the output drained, before the launcher has removed its cgroup and exited and
+  /// before the directories are swept, which then happen on the session's thread, off the
+  /// caller's path (a prepared sandbox's claimant, docs/pools.md). Called exactly once. Null:
+  /// run_session() returns the outcome after all of that.
+  std::function<void(struct session_outcome&&)> hand_over;
 };
 
 /// Where a prepared session and the request that claims it meet. The session is on its own
@@ -102,10 +108,15 @@ struct session_outcome {
   /// A claimed prepared sandbox had ended (or its child had) before it could be narrowed: nothing
   /// of the program reached it, and the request may run on a fresh one.
   bool prepared_lost = false;
+  /// The outcome went to the plan's hand_over; this one holds only what came after (problems
+  /// sweeping the directories).
+  bool handed_over = false;
 };
 
 /// One execution. For a prepared plan (`claim` set) it returns once the claiming request ran, or
 /// once the sandbox was retired unclaimed; the outcome, artifacts and attachments are the claim's.
+/// With `hand_over` set the outcome goes there (early when it can) and what is returned is only
+/// the rest (`handed_over`).
 session_outcome run_session(const session_plan& plan, std::stop_token stop);
 
 /// 128 random bits as hex: execution tokens and ids.

@@ -11,12 +11,15 @@
 #include <future>
 #include <string>
 
+#include "text.hpp"
 #include "pipe_pair.hpp"
 #include "json_rpc_peer.hpp"
 
 using psych::mcp_error_kind;
 using psych::host::json_rpc_peer;
 using namespace std::chrono_literals;
+
+using psych::testing::contains;
 
 namespace {
 
@@ -68,8 +71,6 @@ struct session {
     return line;
   }
 };
-
-bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
 
 }  // namespace
 

@@ -22,12 +22,15 @@
 
 #include <rapidjson/document.h>
 
+#include "text.hpp"
 #include "psych/host/mcp.hpp"
 #include "skip.hpp"
 #include "temp_dir.hpp"
 
 using namespace psych;
 using namespace std::chrono_literals;
+
+using psych::testing::contains;
 
 namespace {
 
@@ -212,8 +215,6 @@ tool_outcome invoke_and_wait(tool_invoker& invoker, std::string_view tool, std::
   REQUIRE(answer.wait_for(10s) == std::future_status::ready);
   return answer.get();
 }
-
-bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
 
 template <class F>
 std::chrono::milliseconds timed(F&& f) {

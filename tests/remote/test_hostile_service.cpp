@@ -33,7 +33,7 @@ struct hostile_case {
   double at_least_seconds = 0;
 };
 
-constexpr double wall = 3;
+constexpr double client_wall_seconds = 3;
 constexpr double bound_seconds = 15;
 constexpr long memory_bound_kib = 64 * 1024;
 /// The client's connect_timeout_seconds against a fake that may hang (it bounds describe's exchange
@@ -74,7 +74,7 @@ void against(const hostile_case& c) {
   reset_peak();
   const auto before = read_memory();
   const auto start = std::chrono::steady_clock::now();
-  const auto r = sandbox.run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
+  const auto r = sandbox.run({.program = "print('hi')\n6*7", .terms = short_terms(client_wall_seconds)});
   const double took = seconds_since(start);
   const auto after = read_memory();
   const long growth = after.peak_kib - before.rss_kib;
@@ -104,7 +104,7 @@ TEST_CASE("hostile service: a valid stream is a result (the fake service's contr
   const auto under_test = fake_or_skip("valid");
   if (!under_test) return;
   auto& fake = under_test->fake;
-  const auto r = under_test->client->run({.program = "print('hi')\n6*7", .terms = short_terms(wall)});
+  const auto r = under_test->client->run({.program = "print('hi')\n6*7", .terms = short_terms(client_wall_seconds)});
   CHECK_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
   REQUIRE(r.value);
   CHECK(r.value->text == "42");
@@ -123,8 +123,8 @@ TEST_CASE("hostile service: one line that never ends") {
 TEST_CASE("hostile service: millions of empty lines") {
   against({"empty_lines", failure_kind::provider_error, {"empty lines"}, 1, true});
 }
-TEST_CASE("hostile service: one byte a second runs into the wall clock") {
-  against({"slow", failure_kind::timeout, {"wall clock", "cancel"}, 1, true, wall + 1});
+TEST_CASE("hostile service: one byte a second runs into the client_wall_seconds clock") {
+  against({"slow", failure_kind::timeout, {"client_wall_seconds clock", "cancel"}, 1, true, client_wall_seconds + 1});
 }
 TEST_CASE("hostile service: HTTP 500") {
   against({"status_500", failure_kind::provider_error, {"HTTP 500"}});
@@ -154,8 +154,8 @@ TEST_CASE("hostile service: a stream for another execution") {
 TEST_CASE("hostile service: describe never answered -> not ready, nothing sent") {
   against({"describe_hang", failure_kind::launch_failed, {"not ready", "nothing was sent"}, 0, false});
 }
-TEST_CASE("hostile service: accepted, then silence -> the client's wall clock, and a cancel") {
-  against({"accepted_then_silent", failure_kind::timeout, {"wall clock", "cancel"}, 1, true, wall + 1});
+TEST_CASE("hostile service: accepted, then silence -> the client's client_wall_seconds clock, and a cancel") {
+  against({"accepted_then_silent", failure_kind::timeout, {"client_wall_seconds clock", "cancel"}, 1, true, client_wall_seconds + 1});
 }
 
 TEST_CASE("hostile service: describe_hang's describe() itself is bounded and says not ready") {
@@ -182,7 +182,7 @@ TEST_CASE("remote_sandbox: a stop requested before the connection is up sends no
   REQUIRE(client.describe().ready);
   std::stop_source stop;
   stop.request_stop();
-  const auto r = client.run({.program = "print('hi')\n6*7", .terms = short_terms(wall)}, stop.get_token());
+  const auto r = client.run({.program = "print('hi')\n6*7", .terms = short_terms(client_wall_seconds)}, stop.get_token());
   REQUIRE(r.failure);
   CHECK(r.failure->kind == failure_kind::cancelled);
   CHECK(r.cancelled);

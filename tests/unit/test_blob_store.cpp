@@ -33,8 +33,8 @@ constexpr const char* abc_handle = "blob:ba7816bf8f01cfea414140de5dae2223b00361a
 constexpr const char* empty_handle = "blob:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// The store's root is `root()`, one level down, so a test can see that nothing is created beside it.
-struct temp_dir : psych::testing::temp_dir {
-  temp_dir() : psych::testing::temp_dir("psych-blob-test") {}
+struct blob_dir : psych::testing::temp_dir {
+  blob_dir() : psych::testing::temp_dir("psych-blob-test") {}
   [[nodiscard]] std::string root() const { return (path() / "blobs").string(); }
 };
 
@@ -110,7 +110,7 @@ void check_store_failed(const result<T>& got) {
 }  // namespace
 
 TEST_CASE("blob store: a put reads back whole") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const std::string bytes = "line one\n\0binary\xff\x00tail"s;
   const blob_info info = put(*store, "tenant", bytes, "application/octet-stream");
@@ -126,7 +126,7 @@ TEST_CASE("blob store: a put reads back whole") {
 }
 
 TEST_CASE("blob store: the same bytes for the same tenant are stored once") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const blob_info first = put(*store, "tenant", "same bytes", "text/plain");
   const blob_info second = put(*store, "tenant", "same bytes", "text/markdown");
@@ -137,7 +137,7 @@ TEST_CASE("blob store: the same bytes for the same tenant are stored once") {
 }
 
 TEST_CASE("blob store: handles are content addresses") {
-  const temp_dir dir;
+  const blob_dir dir;
   std::string handle;
   {
     const auto store = open_store(dir.root());
@@ -153,7 +153,7 @@ TEST_CASE("blob store: handles are content addresses") {
 }
 
 TEST_CASE("blob store: another tenant's handle is not found") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const blob_info alice = put(*store, "alice", "alice's secret", "text/plain");
 
@@ -179,7 +179,7 @@ TEST_CASE("blob store: another tenant's handle is not found") {
 }
 
 TEST_CASE("blob store: malformed handles are not found") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const std::string digest = put(*store, "tenant", "abc").handle.substr(5);
   std::string upper = digest;
@@ -210,7 +210,7 @@ TEST_CASE("blob store: malformed handles are not found") {
 }
 
 TEST_CASE("blob store: reads are bounded windows") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const std::string handle = put(*store, "tenant", "hello world").handle;
   const auto window = [&](std::uint64_t offset, std::uint64_t length) {
@@ -230,7 +230,7 @@ TEST_CASE("blob store: reads are bounded windows") {
 }
 
 TEST_CASE("blob store: a put is atomic") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   for (int i = 0; i < 5; ++i) put(*store, "tenant", std::string(1000 * i, 'x'));
   for (const auto& file : files_under(dir.root())) CHECK_FALSE(is_temp(file));
@@ -259,7 +259,7 @@ TEST_CASE("blob store: a put is atomic") {
 }
 
 TEST_CASE("blob store: sweep removes blobs past their age, counted from the last put") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root(), {.max_age = std::chrono::hours(24)});
   const blob_info old = put(*store, "tenant", "old");
   const blob_info refreshed = put(*store, "tenant", "refreshed");
@@ -282,7 +282,7 @@ TEST_CASE("blob store: sweep removes blobs past their age, counted from the last
 }
 
 TEST_CASE("blob store: sweep keeps each tenant under its byte cap, oldest first") {
-  const temp_dir dir;
+  const blob_dir dir;
   // Each blob below is 1000 content bytes plus an 18 + 1 byte header on disk: two fit, three do not.
   const auto store = open_store(dir.root(), {.max_tenant_bytes = 2500});
   std::vector<blob_info> blobs;
@@ -303,7 +303,7 @@ TEST_CASE("blob store: sweep keeps each tenant under its byte cap, oldest first"
 }
 
 TEST_CASE("blob store: any tenant string is safe") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const std::vector<std::string> tenants = {
       "a", "a\0b"s, "\0"s, "/", "a/b", "..", "../..", "../../etc", ".", "", std::string(10 * 1024, 'L'),
@@ -334,7 +334,7 @@ TEST_CASE("blob store: any tenant string is safe") {
 }
 
 TEST_CASE("blob store: an empty blob") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const blob_info info = put(*store, "tenant", "", "");
   CHECK(info.handle == empty_handle);
@@ -349,7 +349,7 @@ TEST_CASE("blob store: an empty blob") {
 }
 
 TEST_CASE("blob store: a blob whose file was altered is refused") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   const blob_info info = put(*store, "tenant", "the original content");
   const fs::path file = file_of(dir.root(), info);
@@ -366,7 +366,7 @@ TEST_CASE("blob store: a blob whose file was altered is refused") {
 }
 
 TEST_CASE("blob store: concurrent puts and reads from several threads") {
-  const temp_dir dir;
+  const blob_dir dir;
   const auto store = open_store(dir.root());
   constexpr int contents = 7;
   std::atomic<int> failures{0};
@@ -394,7 +394,7 @@ TEST_CASE("blob store: concurrent puts and reads from several threads") {
 }
 
 TEST_CASE("blob store: the root and its directories are private") {
-  const temp_dir dir;
+  const blob_dir dir;
   const std::string root = (dir.path() / "a" / "b" / "blobs").string();
   const auto store = open_store(root);
   const blob_info info = put(*store, "tenant", "private");

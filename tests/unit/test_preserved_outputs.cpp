@@ -13,22 +13,14 @@
 #include "temp_dir.hpp"
 #include "psych/host/blob_store.hpp"
 #include "psych/host/run_log.hpp"
+#include "run_log_access.hpp"
 
 using namespace psych;
 
+using psych::testing::open_log;
+using psych::testing::records_of;
+
 namespace {
-
-std::unique_ptr<run_log> open_log(const std::string& path) {
-  auto log = open_file_run_log(path);
-  if (!log) FAIL(log.error().message());
-  return std::move(log).value();
-}
-
-std::vector<run_log_record> records_of(const run_log& log) {
-  auto records = log.records();
-  REQUIRE(records);
-  return std::move(records).value();
-}
 
 sandbox_result printed(std::string out, std::string err = {}) {
   sandbox_result r;

@@ -35,10 +35,14 @@
 #include "skip.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/run_log.hpp"
+#include "run_log_access.hpp"
 
 using namespace psych;
 using namespace std::string_literals;
 namespace fs = std::filesystem;
+
+using psych::testing::open_log;
+using psych::testing::records_of;
 
 namespace {
 
@@ -62,8 +66,8 @@ extern "C" int fdatasync(int fd) {
 
 namespace {
 
-struct temp_dir : psych::testing::temp_dir {
-  temp_dir() : psych::testing::temp_dir("psych-run-log-test") {}
+struct run_log_dir : psych::testing::temp_dir {
+  run_log_dir() : psych::testing::temp_dir("psych-run-log-test") {}
 };
 
 /// A forked child that is killed and reaped however the test ends.
@@ -92,18 +96,6 @@ class child_process {
  private:
   pid_t pid_;
 };
-
-std::unique_ptr<run_log> open_log(const std::string& path) {
-  auto log = open_file_run_log(path);
-  if (!log) FAIL(log.error().message());
-  return std::move(log).value();
-}
-
-std::vector<run_log_record> records_of(const run_log& log) {
-  auto records = log.records();
-  REQUIRE(records);
-  return std::move(records).value();
-}
 
 void append(run_log& log, const run_log_record& record) {
   const auto appended = log.append(record);
@@ -191,7 +183,7 @@ void check_corrupt(const std::string& path, const std::string& expected_detail) 
 }  // namespace
 
 TEST_CASE("run log: every record kind round-trips exactly, awkward strings included") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const std::vector<run_log_record> written{
       call_started{"c\"1\"", "", "back\\slash\\", 0},
@@ -213,7 +205,7 @@ TEST_CASE("run log: every record kind round-trips exactly, awkward strings inclu
 }
 
 TEST_CASE("run log: an output_preserved record is the documented JSON, and a log without one still reads") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   // Written by hand as docs/run-log.md lays it out: a format-2 log from before the record existed,
   // then the new record appended by this version.
@@ -234,7 +226,7 @@ TEST_CASE("run log: an output_preserved record is the documented JSON, and a log
 }
 
 TEST_CASE("run log: value_json is stored as a JSON string, never spliced") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   append(*open_log(path), call_finished{"c1", "ok", 1, 1, 1, R"({"x":1})"});
   std::ifstream file{path, std::ios::binary};
@@ -243,7 +235,7 @@ TEST_CASE("run log: value_json is stored as a JSON string, never spliced") {
 }
 
 TEST_CASE("run log: invalid UTF-8 is repaired once, so records() means the same before and after a reopen") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   std::vector<run_log_record> before;
   {
@@ -257,7 +249,7 @@ TEST_CASE("run log: invalid UTF-8 is repaired once, so records() means the same 
 }
 
 TEST_CASE("run log: tally sums the meters and lists the calls that never finished") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   {
     auto log = open_log(path);
@@ -279,7 +271,7 @@ TEST_CASE("run log: tally sums the meters and lists the calls that never finishe
 }
 
 TEST_CASE("run log: a torn last record is dropped, the file cut back, and the log goes on") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   const auto last_bytes = ends[2] - ends[1];
@@ -307,7 +299,7 @@ TEST_CASE("run log: a torn last record is dropped, the file cut back, and the lo
 }
 
 TEST_CASE("run log: a flipped byte is a torn tail in the last record and corruption before it") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   SUBCASE("in the last record's payload") {
@@ -327,7 +319,7 @@ TEST_CASE("run log: a flipped byte is a torn tail in the last record and corrupt
 }
 
 TEST_CASE("run log: a length over the record cap is corruption even at the tail") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   constexpr std::uint32_t huge = (16u << 20) + 1;
@@ -338,7 +330,7 @@ TEST_CASE("run log: a length over the record cap is corruption even at the tail"
 
 TEST_CASE("run log: a damaged length is corruption, even when it points past end of file") {
   // Format 1 took this for a torn tail and silently dropped records 2 and 3.
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   SUBCASE("a bit flipped in the length") { flip_byte(path, magic_bytes + 2); }  // + 2 MiB: past end of file
@@ -350,7 +342,7 @@ TEST_CASE("run log: a damaged length is corruption, even when it points past end
 }
 
 TEST_CASE("run log: a whole header whose length fields disagree is corruption even at the tail") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   const std::string payload =
@@ -366,7 +358,7 @@ TEST_CASE("run log: a whole header whose length fields disagree is corruption ev
 }
 
 TEST_CASE("run log: a whole record that is not ours is corruption, never a torn tail") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   const auto ends = three_records(path);
   std::string payload;
@@ -382,7 +374,7 @@ TEST_CASE("run log: a whole record that is not ours is corruption, never a torn 
 }
 
 TEST_CASE("run log: the header magic") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   SUBCASE("a bad magic is corruption") {
     write_raw(path, "PSYCHRL9" + framed(R"({"type":"call_started"})"));
@@ -419,7 +411,7 @@ TEST_CASE("run log: the header magic") {
 }
 
 TEST_CASE("run log: one process holds a log at a time") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   auto first = open_log(path);
   const auto second = open_file_run_log(path);
@@ -431,7 +423,7 @@ TEST_CASE("run log: one process holds a log at a time") {
 }
 
 TEST_CASE("run log: a worker SIGKILLed mid-call leaves the call counted and UNKNOWN") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   std::array<int, 2> progress{};
   REQUIRE(::pipe2(progress.data(), O_CLOEXEC) == 0);
@@ -460,7 +452,7 @@ TEST_CASE("run log: a worker SIGKILLed mid-call leaves the call counted and UNKN
 }
 
 TEST_CASE("run log: a worker SIGKILLed while appending loses nothing it reported durable") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   // Large records, so a kill may well land inside a write and leave a torn tail.
   const auto record_number = [](std::size_t i) -> run_log_record {
@@ -513,7 +505,7 @@ call_started started_by(int thread, int number) {
 }  // namespace
 
 TEST_CASE("run log: appends from many threads at once are all kept, each thread's in its own order") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   constexpr int threads = 8;
   constexpr int per_thread = 40;
@@ -547,7 +539,7 @@ TEST_CASE("run log: appends from many threads at once are all kept, each thread'
 }
 
 TEST_CASE("run log: a deferred record is made durable by the next durable append or sync, and nothing twice") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   auto log = open_log(path);
   const int before = fdatasyncs;
@@ -576,7 +568,7 @@ bool held_records_written() { return size_of(held_path) >= held_until_bytes; }
 }  // namespace
 
 TEST_CASE("run log: records written while a sync is under way are all covered by the next one") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const auto path = dir.file("run.log");
   auto log = open_log(path);
   constexpr int followers = 6;
@@ -604,7 +596,7 @@ TEST_CASE("run log: records written while a sync is under way are all covered by
 }
 
 TEST_CASE("run log: fsync per record, the benchmark's baseline, syncs every record and writes the same file") {
-  const temp_dir dir;
+  const run_log_dir dir;
   const std::vector<run_log_record> records{started("c1"), finished("c1"), started("c2")};
   const auto write_all = [&](const std::string& path, file_run_log_sync sync) {
     auto log = open_file_run_log(path, sync);
@@ -720,7 +712,7 @@ TEST_CASE("run log: a worker SIGKILLed at random points loses no started call an
   std::bernoulli_distribution among_the_calls{0.8};
   std::uniform_int_distribution<int> kill_after_us{0, 250'000};
   std::uniform_int_distribution<int> kill_from_start_us{0, 500'000};
-  const temp_dir dir;
+  const run_log_dir dir;
   REQUIRE(::chmod(dir.path().c_str(), 0711) == 0);  // each execution enters its workspace as its own uid
   const auto log_path = dir.file("run.log");
   const auto markers = dir.file("markers");
@@ -784,7 +776,7 @@ struct allowing_policy final : tool_invoker {
 }  // namespace
 
 TEST_CASE("run log: the gateway syncs once for the calls admitted together, before any proceeds") {
-  const temp_dir dir;
+  const run_log_dir dir;
   auto log = open_log(dir.file("run.log"));
   allowing_policy policy;
   host::binding_gateway gateway({.offered = {{"search", ""}},
