@@ -28,6 +28,8 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root);
 /// directories (/tmp, /var/tmp, /dev/shm, /run/lock, /dev/mqueue). Only for a
 /// uid no other execution is using at the same time. What it left deeper,
 /// inside somebody else's directory, is not found (docs/process-backend.md).
+/// Root's and the worker's own uid are never swept, whatever the caller says: their entries
+/// there are the host's, not an execution's.
 void sweep_shared_temp(std::int64_t uid);
 
 }  // namespace psych::host

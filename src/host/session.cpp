@@ -756,11 +756,14 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
     return handed(std::move(outcome));
   }
   session_outcome outcome;
-  const session_plan* ran = &plan;  // a prepared session's is its claim's
+  // What the clean-up reads: a prepared session's claim's plan, until its outcome was handed over
+  // (the claimant may have returned and taken its plan with it); then the prepared plan, which
+  // launched the same identity into the same root.
+  const session_plan* ran = &plan;
   try {
     session s(plan, dirs.value());
     outcome = s.run(std::move(stop));
-    ran = &s.plan();
+    if (!outcome.handed_over) ran = &s.plan();
   } catch (const boost::system::system_error& error) {
     // Asio's event loop refuses to exist only when the process is out of descriptors or memory:
     // nothing was started, and that is this execution's failure, not the caller's exception.

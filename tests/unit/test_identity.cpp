@@ -16,11 +16,15 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <memory>
+#include <string_view>
 #include <vector>
 
+#include "execution_dirs.hpp"
 #include "interpreter.hpp"
 #include "path_access.hpp"
 #include "temp_dir.hpp"
+#include "psych/host/sandbox.hpp"
 #include "uid_pool.hpp"
 
 using namespace psych;
@@ -387,4 +391,54 @@ TEST_CASE("uid pool: a uid its last holder never let go is swept before it is ha
   REQUIRE(lease);
   CHECK_FALSE(std::filesystem::exists(left));
   std::filesystem::remove(left);
+}
+
+// ---- what an execution's clean-up may touch ----------------------------------------
+
+TEST_CASE("shared temp sweep: root's and the worker's own entries are never swept, whatever uid it is asked for") {
+  // The sweep of a dedicated uid's leftovers runs as root; asked for root's own uid (or the
+  // worker's) it would empty /tmp, /var/tmp, /dev/shm and /run/lock of the host's own entries.
+  const std::string witness = "/tmp/psych-sweep-witness-" + std::to_string(::getpid());
+  std::ofstream(witness) << "the worker's own";
+  sweep_shared_temp(static_cast<std::int64_t>(::geteuid()));
+  sweep_shared_temp(0);
+  CHECK(std::filesystem::exists(witness));
+  std::filesystem::remove(witness);
+}
+
+TEST_CASE("prepared pool: a claim's result comes back early and its clean-up touches nothing of the request's" *
+          doctest::skip(!is_root())) {
+  // The claimant's plan is gone once its result is back; what the sandbox's thread does after
+  // that (the launcher's exit, the directories, the sweep, the identity) must not read it. Run
+  // sanitized (.ci/run's --sanitize-host), a read of it is a finding; in any build, a host entry
+  // in /tmp must survive every clean-up.
+  const std::string witness = "/tmp/psych-pool-witness-" + std::to_string(::getpid());
+  std::ofstream(witness) << "the host's own";
+  for (const char* backend : {"linux-process", "linux-namespaces"}) {
+    CAPTURE(backend);
+    local_sandbox_options options;
+    options.backend = backend;
+    options.pool.size = 1;
+    auto sb = local_sandbox(options);
+    REQUIRE_MESSAGE(sb, (sb ? "" : sb.error().message()));
+    for (int i = 0; i < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));  // slower than the refill
+      auto request = std::make_unique<run_request>();
+      request->program = "open('left-behind', 'w').write('x')\nreturn 7";
+      request->terms.isolation = std::string_view(backend) == "linux-process" ? isolation_level::process
+                                                                               : isolation_level::isolated;
+      const auto r = sb.value()->run(*request, {});
+      request.reset();
+      REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : "no value"));
+      CHECK(r.value->text == "7");
+    }
+    const auto d = sb.value()->describe();
+    const auto pool_line = std::find_if(d.mechanisms.begin(), d.mechanisms.end(),
+                                        [](const std::string& line) { return line.starts_with("prepared:"); });
+    REQUIRE(pool_line != d.mechanisms.end());
+    CHECK_MESSAGE(pool_line->find("claimed 0,") == std::string::npos, *pool_line);  // at least one was a claim
+    sb.value().reset();  // the pool ends every sandbox and joins its thread
+    CHECK(std::filesystem::exists(witness));
+  }
+  std::filesystem::remove(witness);
 }
