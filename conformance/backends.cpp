@@ -246,7 +246,13 @@ psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_
 }
 
 void for_each_backend(const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
+  for_each_backend([](const backend_under_test&) { return true; }, body);
+}
+
+void for_each_backend(const std::function<bool(const backend_under_test&)>& applies_to,
+                      const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
   for (const auto& backend : backends()) {
+    if (!applies_to(backend)) continue;
     SUBCASE(backend.name.c_str()) {
       auto sandbox = make_sandbox(backend);
       if (!sandbox) {

@@ -69,6 +69,10 @@ backend_under_test with_uid_range(const backend_under_test& backend, std::int64_
 /// Runs body once per backend, each as its own SUBCASE; unavailable backends
 /// are reported as skipped with the reason.
 void for_each_backend(const std::function<void(psych::sandbox&, const backend_under_test&)>& body);
+/// As above, over the backends `applies_to` accepts only. The others get no subcase at all, so a
+/// case that does not apply to a backend never reads as passed on it; the case says why.
+void for_each_backend(const std::function<bool(const backend_under_test&)>& applies_to,
+                      const std::function<void(psych::sandbox&, const backend_under_test&)>& body);
 
 /// The terms a runtime would compute: the backend's offer, narrowed by the request.
 psych::execution_terms terms_for(const psych::sandbox& sandbox, psych::code_execution_limits limits = {},

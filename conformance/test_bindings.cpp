@@ -561,11 +561,11 @@ except ToolError as error:
 
 #ifdef PSYCH_CRASH_WORKER_PATH
 TEST_CASE("bindings: a worker killed mid-call leaves the call UNKNOWN; the next Attempt counts it and never re-runs it") {
-  for_each_backend([](sandbox& sb, const conformance::backend_under_test& backend) {
-    // The worker builds its own sandbox by backend name, without a pool: the pooled backend would
-    // repeat linux-isolated's case, and its pool's launchers, children of this process, would
-    // meet the case's waitpid(-1).
-    if (conformance::pooled(backend)) return;
+  // Not on the pooled backend: the worker builds its own sandbox by backend name, without a pool,
+  // so it would repeat linux-isolated's case, and the pool's launchers, children of this process,
+  // would meet the case's waitpid(-1).
+  const auto unpooled = [](const conformance::backend_under_test& backend) { return !conformance::pooled(backend); };
+  for_each_backend(unpooled, [](sandbox& sb, const conformance::backend_under_test& backend) {
     scratch_dir dir;
     const std::string log_path = dir.path + "/run.log", marker = dir.path + "/in-call";
     const std::string temp = dir.path + "/temp";

@@ -1123,7 +1123,7 @@ def nothing_left_to_finalize():
 
 
 def main():
-    if len(sys.argv) not in (6, 7) or sys.argv[6:] not in ([], ["prepared"]):
+    if len(sys.argv) < 6 or sys.argv[6:] not in ([], ["prepared"]):
         posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE [prepared]\n")
         raise SystemExit(PROTOCOL_EXIT_CODE)
     token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:6]

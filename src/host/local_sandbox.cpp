@@ -164,7 +164,7 @@ class linux_launcher_sandbox final : public sandbox {
                                        "request {}, retired {}; at most {} s old)",
                                        pool.ready, pool.size, pool.claimed, pool.missed, pool.retired,
                                        options_.pool.max_age_seconds));
-    if (!pool.last_held_back.empty()) d.problems.push_back("prepared: " + pool.last_held_back);
+    if (!pool.last_clean_up_problem.empty()) d.problems.push_back("prepared: " + pool.last_clean_up_problem);
     if (!pool.last_failure.empty())
       d.problems.push_back("prepared: the pool cannot prepare a sandbox (" + pool.last_failure +
                            "); executions are built on request until it can");

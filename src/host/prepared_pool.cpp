@@ -113,8 +113,8 @@ void prepared_pool::refill() {
       sandbox = std::make_unique<prepared>(std::move(made).value(),
                                            std::chrono::duration_cast<clock::duration>(
                                                std::chrono::duration<double>(options_.max_age_seconds)));
-      sandbox->start([this](prepared* which, std::optional<std::string> held_back) {
-        ended_unclaimed(which, std::move(held_back));
+      sandbox->start([this](prepared* which, std::optional<std::string> clean_up_problem) {
+        ended_unclaimed(which, std::move(clean_up_problem));
       });
       if (!sandbox->claim.wait_ready()) {
         failure = sandbox->claim.failure();
@@ -142,10 +142,10 @@ void prepared_pool::refill() {
   }
 }
 
-void prepared_pool::ended_unclaimed(prepared* which, std::optional<std::string> held_back) {
+void prepared_pool::ended_unclaimed(prepared* which, std::optional<std::string> clean_up_problem) {
   {
     std::lock_guard lock(mutex_);
-    if (held_back) counts_.last_held_back = std::move(*held_back);
+    if (clean_up_problem) counts_.last_clean_up_problem = std::move(*clean_up_problem);
     const auto found = std::find_if(ready_.begin(), ready_.end(), [which](const auto& p) { return p.get() == which; });
     if (found == ready_.end()) return;  // claimed, or never ready: its owner joins it
     ++counts_.retired;

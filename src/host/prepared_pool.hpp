@@ -38,7 +38,7 @@ struct pool_report {
   std::uint64_t missed = 0;       ///< requests that found none ready and were built on request
   std::uint64_t retired = 0;      ///< unclaimed past the maximum age, or a sandbox that ended while waiting
   std::string last_failure;       ///< the newest preparation that failed; empty once one succeeds
-  std::string last_held_back;     ///< the newest identity a survivor kept out of use, or directories left behind
+  std::string last_clean_up_problem;  ///< after a sandbox's end: an identity a survivor kept, or directories left
 };
 
 class prepared_pool {
@@ -61,7 +61,7 @@ class prepared_pool {
 
   void refill();
   /// A ready sandbox whose session ended unclaimed (it expired, or its child died) goes to ended_.
-  void ended_unclaimed(prepared* which, std::optional<std::string> held_back);
+  void ended_unclaimed(prepared* which, std::optional<std::string> clean_up_problem);
   void bury(std::unique_ptr<prepared> sandbox);
 
   const prepared_pool_options options_;

@@ -144,11 +144,7 @@ class session {
       });
     });
     io_.run();
-    if (handed_over_) {
-      session_outcome rest;
-      rest.handed_over = true;
-      return rest;
-    }
+    if (handed_over_) return {.handed_over = true};
     return finish();
   }
 
@@ -744,9 +740,7 @@ session_outcome run_session(const session_plan& plan, std::stop_token stop) {
   const auto handed = [&plan](session_outcome outcome) {
     if (!plan.hand_over) return outcome;
     plan.hand_over(std::move(outcome));
-    session_outcome rest;
-    rest.handed_over = true;
-    return rest;
+    return session_outcome{.handed_over = true};
   };
   auto dirs = make_execution_dirs(plan.temp_root);
   if (!dirs) {

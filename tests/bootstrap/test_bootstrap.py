@@ -385,6 +385,9 @@ def test_protocol_violations_exit_3():
         assert (code, leftover, stdout) == (3, None, b""), (name, code, leftover)
     code, hello, _, _, stderr = exit_code_after(argv=["only-a-token"])
     assert code == 3 and b"expected" in stderr
+    # A sixth argument may only say that the sandbox is prepared (docs/pools.md).
+    code, hello, _, _, stderr = exit_code_after(argv=[TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir(), "warm"])
+    assert code == 3 and b"[prepared]" in stderr
 
 
 def test_oversized_frame_is_refused_as_it_arrives():

@@ -23,6 +23,7 @@
 #include "execution_dirs.hpp"
 #include "interpreter.hpp"
 #include "path_access.hpp"
+#include "skip.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/sandbox.hpp"
 #include "uid_pool.hpp"
@@ -344,8 +345,8 @@ TEST_CASE("uid pool: a lock directory others could write is refused") {
   CHECK_FALSE(uid_pool::per_execution({.first = pool_first, .count = 0, .lock_dir = scratch.file("uids")}));
 }
 
-TEST_CASE("uid pool: a uid a live process uses is skipped, and a lease whose uid outlives it is held back" *
-          doctest::skip(!is_root())) {
+TEST_CASE("uid pool: a uid a live process uses is skipped, and a lease whose uid outlives it is held back") {
+  if (!is_root()) return psych::testing::skip_case("needs root: it hands out uids and chowns files to them");
   psych::testing::temp_dir scratch("psych-uid-pool");
   auto pool = uid_pool::per_execution(range_in(scratch, 2, pool_first + 10));
   REQUIRE(pool);
@@ -377,8 +378,8 @@ TEST_CASE("uid pool: a uid a live process uses is skipped, and a lease whose uid
   CHECK(again.value().identity().uid == uid);
 }
 
-TEST_CASE("uid pool: a uid its last holder never let go is swept before it is handed out" *
-          doctest::skip(!is_root())) {
+TEST_CASE("uid pool: a uid its last holder never let go is swept before it is handed out") {
+  if (!is_root()) return psych::testing::skip_case("needs root: it hands out uids and chowns files to them");
   psych::testing::temp_dir scratch("psych-uid-pool");
   const std::int64_t uid = pool_first + 20;
   auto pool = uid_pool::per_execution(range_in(scratch, 1, uid));
@@ -406,8 +407,8 @@ TEST_CASE("shared temp sweep: root's and the worker's own entries are never swep
   std::filesystem::remove(witness);
 }
 
-TEST_CASE("prepared pool: a claim's result comes back early and its clean-up touches nothing of the request's" *
-          doctest::skip(!is_root())) {
+TEST_CASE("prepared pool: a claim's result comes back early and its clean-up touches nothing of the request's") {
+  if (!is_root()) return psych::testing::skip_case("needs root: a pool at linux-process needs a uid per execution");
   // The claimant's plan is gone once its result is back; what the sandbox's thread does after
   // that (the launcher's exit, the directories, the sweep, the identity) must not read it. Run
   // sanitized (.ci/run's --sanitize-host), a read of it is a finding; in any build, a host entry
