@@ -3,6 +3,7 @@
 // run ("BENCH name value unit"). The target: at least 20,000 calls/s (50 us per call).
 // Then 1,000 calls gathered under asyncio, and both again journalled in the Run's file log: with
 // group commit, and fsynced per record (the log before it) as the baseline, in the same run.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -180,12 +181,62 @@ int main(int argc, char** argv) {
   };
   const auto sequential_logged = compared(logged_sequential, logged_n);
   const auto gathered_logged = compared(gathered, gathered_n);
+  // What one sync costs on this file system, the lever of format 3 (docs/run-log.md): after a
+  // 200-byte append that grows the file, and after the same write into zeros written before.
+  const auto sync_ms = [&](bool into_zeros) {
+    constexpr int syncs = 300;
+    constexpr std::size_t record = 200;
+    const std::string path = fmt::format("{}/sync-{}.bin", dir_template, into_zeros);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) std::abort();
+    if (into_zeros) {
+      const std::string zeros(syncs * record, '\0');
+      if (::pwrite(fd, zeros.data(), zeros.size(), 0) != static_cast<ssize_t>(zeros.size())) std::abort();
+    }
+    ::fsync(fd);
+    const std::string bytes(record, 'x');
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < syncs; ++i) {
+      if (::pwrite(fd, bytes.data(), record, static_cast<off_t>(i * record)) != static_cast<ssize_t>(record) ||
+          ::fdatasync(fd) != 0)
+        std::abort();
+    }
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    ::close(fd);
+    return took.count() / syncs;
+  };
+  const double append_sync_ms = sync_ms(false), overwrite_sync_ms = sync_ms(true);
+  // The log alone, without a program: what one journalled call costs the log (its started
+  // record made durable, its finished record written), so the figures above can be split into
+  // the log's share and the call's own.
+  const auto log_alone_us = [&](psych::file_run_log_sync sync) {
+    auto log = psych::open_file_run_log(fmt::format("{}/alone-{}.log", dir_template, log_number++), sync);
+    if (!log) std::abort();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < logged_n; ++i) {
+      const auto id = fmt::format("bench-{}", i);
+      if (!log.value()->append_deferred(psych::call_started{id, "bench", "noop", 2}) || !log.value()->sync() ||
+          !log.value()->append_deferred(psych::call_finished{id, "ok", 4, 4, 0, "null"}))
+        std::abort();
+    }
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    return took.count() / logged_n;
+  };
+  const double alone_every_record_us = log_alone_us(psych::file_run_log_sync::every_record);
+  const double alone_group_us = log_alone_us(psych::file_run_log_sync::group);
   std::filesystem::remove_all(dir_template);
+  fmt::print("one fdatasync here: {:.3f} ms after an append that grows the file, {:.3f} ms after a write into zeros\n",
+             append_sync_ms, overwrite_sync_ms);
+  fmt::print("BENCH fdatasync_after_append_ms {:.3f} ms\n", append_sync_ms);
+  fmt::print("BENCH fdatasync_into_zeros_ms {:.3f} ms\n", overwrite_sync_ms);
+  fmt::print("the log alone, {} calls' records: {:.1f} us a call with group commit, {:.1f} us fsync per record ({:.2f}x)\n",
+             logged_n, alone_group_us, alone_every_record_us, alone_every_record_us / alone_group_us);
+  fmt::print("BENCH log_alone_speedup {:.2f} x\n", alone_every_record_us / alone_group_us);
 
   fmt::print("{} sequential calls journalled in a file run log, target >= 2x fsync per record:\n", logged_n);
-  fmt::print("  group commit (the finished record not waited for): {:.0f} calls/s, {:.1f} us per call\n",
+  fmt::print("  group commit, format 3 (one sync into zeros a call): {:.0f} calls/s, {:.1f} us per call\n",
              sequential_logged.group, 1e6 / sequential_logged.group);
-  fmt::print("  fsync per record (the log before group commit):     {:.0f} calls/s, {:.1f} us per call ({:.2f}x)\n",
+  fmt::print("  fsync per record, format 2 (the log before):         {:.0f} calls/s, {:.1f} us per call ({:.2f}x)\n",
              sequential_logged.every_record, 1e6 / sequential_logged.every_record,
              sequential_logged.group / sequential_logged.every_record);
   fmt::print("{} calls gathered under asyncio, journalled, target >= 10x fsync per record sequential:\n", gathered_n);

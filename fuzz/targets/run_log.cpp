@@ -4,8 +4,10 @@
 // Two modes, by the first byte, because a CRC-32 is out of a mutator's reach:
 //  - raw: the rest of the input is the whole file (magic, headers, damage of every kind);
 //  - framed: the rest is a list of payloads this harness frames the way docs/run-log.md says
-//    (length, its complement, CRC-32), then cuts the file short by a fuzzer-chosen count, so the
-//    payload decoder and the torn-tail rule see well-framed records.
+//    (format 2: length, its complement, CRC-32; format 3: the same, the CRC also over `durable`,
+//    then `durable`, here 0), then cuts the file short by a fuzzer-chosen count and, in format 3,
+//    puts the zeros of a tail after the cut, so the payload decoder and the torn-tail rules see
+//    well-framed records.
 //
 // Oracle: an open that succeeds is stable (closing and reopening yields the same records, since
 // a torn tail was cut off), and a record appended after it reads back last on the next open.
@@ -52,21 +54,25 @@ void write_file(const std::string& path, std::string_view bytes) {
 }
 
 /// The format as docs/run-log.md states it: magic, then per record a u32 LE length, its bitwise
-/// complement, the CRC-32 of the payload, and the payload. Payloads are separated by '\n' here.
-std::string framed_file(std::string_view payloads) {
-  std::string out = "PSYCHRL2";
+/// complement, the CRC-32 of the payload (format 3: followed by `durable`), format 3's u64 LE
+/// `durable`, and the payload. Payloads are separated by '\n' here.
+std::string framed_file(std::string_view payloads, bool format_3) {
+  std::string out = format_3 ? "PSYCHRL3" : "PSYCHRL2";
+  const unsigned char no_durable[8] = {};
   while (!payloads.empty()) {
     const std::size_t nl = payloads.find('\n');
     const std::string_view payload = payloads.substr(0, nl);
     payloads.remove_prefix(nl == std::string_view::npos ? payloads.size() : nl + 1);
     boost::crc_32_type crc;
     crc.process_bytes(payload.data(), payload.size());
+    if (format_3) crc.process_bytes(no_durable, sizeof no_durable);
     unsigned char header[12];
     const auto length = static_cast<std::uint32_t>(payload.size());
     boost::endian::store_little_u32(header, length);
     boost::endian::store_little_u32(header + 4, ~length);
     boost::endian::store_little_u32(header + 8, crc.checksum());
     out.append(reinterpret_cast<const char*>(header), sizeof header);
+    if (format_3) out.append(reinterpret_cast<const char*>(no_durable), sizeof no_durable);
     out.append(payload);
   }
   return out;
@@ -79,9 +85,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t mode = in.byte();
   std::string file;
   if (mode & 1) {
-    file = framed_file(in.rest());
-    const std::size_t cut = mode >> 1;  // up to 127 bytes off the end: a crash mid-append
+    const bool format_3 = (mode & 2) != 0;
+    file = framed_file(in.rest(), format_3);
+    const std::size_t cut = mode >> 2;  // up to 63 bytes off the end: a crash mid-append
     file.resize(file.size() - std::min(cut, file.size()));
+    if (format_3) file.append(256, '\0');  // the zeros a torn record was written into
   } else {
     file = std::string{in.rest()};
   }

@@ -5,7 +5,13 @@
 // succeeded (group commit: one fdatasync covers every byte written before it began, whoever wrote
 // them); an exclusive flock keeps a second process from interleaving its own appends (the kernel
 // drops the lock when the holder dies, SIGKILL included); and a reopen tells a crash mid-append
-// (a torn last record, dropped) from damage (anything else, refused).
+// (a torn tail, dropped) from damage (anything else, refused).
+//
+// Format 3 writes its records into zeros written ahead of them (a tail), because an fdatasync
+// that need not commit a new file size is much cheaper: that is what makes one sync per call
+// cheap. The price is that a machine crash may keep any part of the unsynced records, not only a
+// prefix; each record therefore carries how far the file was durable when it was written, so
+// that damage to bytes some later record says were durable is still told from a crash.
 #include "posix.hpp"
 #include "psych/host/run_log.hpp"
 
@@ -37,13 +43,25 @@
 namespace psych {
 namespace {
 
-constexpr std::string_view magic = "PSYCHRL2";
 constexpr std::string_view magic_v1 = "PSYCHRL1";  // never shipped; refused, not migrated
-// u32 LE payload length, u32 LE bitwise complement of that length, u32 LE CRC-32 of the payload.
-// The complement makes the length self-checking: a crash leaves only a prefix of a header written
-// whole, so a complete header whose two length fields disagree is damage, never a torn write.
-constexpr std::size_t record_header_bytes = 12;
+constexpr std::string_view magic_v2 = "PSYCHRL2";
+constexpr std::string_view magic_v3 = "PSYCHRL3";
+constexpr std::size_t magic_bytes = 8;
 constexpr std::size_t max_payload_bytes = 16u << 20;
+// Format 3's tail grows by at least this much at a time, so a new file size is committed by one
+// sync in some hundreds of records rather than by every one.
+constexpr std::uint64_t tail_bytes = 64u << 10;
+
+/// The two formats this version writes. Format 2: u32 LE payload length, u32 LE bitwise
+/// complement of that length, u32 LE CRC-32 of the payload, appended at end of file. The
+/// complement makes the length self-checking: an append that grows the file leaves only a prefix
+/// of itself after a crash, so a whole header whose two length fields disagree is damage. Format
+/// 3 adds a u64 LE `durable` (every byte before it was durable when the record was written), the
+/// CRC covers the payload and then `durable`, and records overwrite a zero tail.
+enum class log_format { v2, v3 };
+
+constexpr std::size_t header_bytes_of(log_format format) { return format == log_format::v2 ? 12 : 20; }
+constexpr std::string_view magic_of(log_format format) { return format == log_format::v2 ? magic_v2 : magic_v3; }
 
 // The codec's frames name their `type` and their required members in the struct; these add that
 // to the port's plain records without touching the header other code builds against. Every member
@@ -102,20 +120,27 @@ result<run_log_record> decode_payload(std::string_view payload) {
   return run_log_record{static_cast<output_preserved&&>(std::get<preserved_record>(frame))};
 }
 
-std::uint32_t crc_of(std::string_view bytes) {
+/// The record's CRC-32: of the payload, and in format 3 of `durable` after it.
+std::uint32_t crc_of(log_format format, std::string_view payload, std::uint64_t durable) {
   boost::crc_32_type crc;
-  crc.process_bytes(bytes.data(), bytes.size());
+  crc.process_bytes(payload.data(), payload.size());
+  if (format == log_format::v3) {
+    std::array<unsigned char, 8> bytes{};
+    boost::endian::store_little_u64(bytes.data(), durable);
+    crc.process_bytes(bytes.data(), bytes.size());
+  }
   return crc.checksum();
 }
 
 /// Header and payload in one buffer, so one write carries the whole record.
-std::string framed(std::string_view payload) {
-  std::string out(record_header_bytes, '\0');
+std::string framed(log_format format, std::string_view payload, std::uint64_t durable) {
+  std::string out(header_bytes_of(format), '\0');
   auto* header = reinterpret_cast<unsigned char*>(out.data());
   const auto length = static_cast<std::uint32_t>(payload.size());
   boost::endian::store_little_u32(header, length);
   boost::endian::store_little_u32(header + 4, ~length);
-  boost::endian::store_little_u32(header + 8, crc_of(payload));
+  boost::endian::store_little_u32(header + 8, crc_of(format, payload, durable));
+  if (format == log_format::v3) boost::endian::store_little_u64(header + 12, durable);
   out.append(payload);
   return out;
 }
@@ -150,52 +175,118 @@ result<void> sync_parent_dir(const std::string& path) {
   return success();
 }
 
-result<void> write_file_header(int fd, const std::string& path) {
-  PSYCH_TRY(write_at(fd, path, magic, 0));
+result<void> write_file_header(int fd, const std::string& path, log_format format) {
+  PSYCH_TRY(write_at(fd, path, magic_of(format), 0));
   if (::fsync(fd) != 0) return syscall_failure("fsync", path);
   return sync_parent_dir(path);
 }
 
 struct scanned {
+  log_format format = log_format::v3;
   std::vector<run_log_record> records;
-  std::uint64_t end = magic.size();  ///< where the last whole record ends
+  std::uint64_t end = magic_bytes;  ///< where the last whole record ends
+  /// Format 3: bytes after `end` that are not zero (a torn tail), to be zeroed before appending.
+  bool dirty_tail = false;
 };
 
-/// Walks the records after the magic. The first bad record is a torn tail when it is the last
-/// bytes of the file and its header is short, or its header is whole and self-consistent but its
-/// payload is short or, ending exactly at end of file, fails its CRC (what a crash mid-append
-/// leaves); it stops the walk and the caller truncates. Any other bad record is corruption.
-result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
-  scanned out;
+/// One record header as read, before anything about it is trusted.
+struct record_header {
+  std::uint32_t length = 0;
+  std::uint32_t complement = 0;
+  std::uint32_t crc = 0;
+  std::uint64_t durable = 0;  ///< format 3 only
+};
+
+record_header parse_header(log_format format, const unsigned char* bytes) {
+  record_header header{.length = boost::endian::load_little_u32(bytes),
+                       .complement = boost::endian::load_little_u32(bytes + 4),
+                       .crc = boost::endian::load_little_u32(bytes + 8)};
+  if (format == log_format::v3) header.durable = boost::endian::load_little_u64(bytes + 12);
+  return header;
+}
+
+/// Format 3, after the first bad record at `at`: a later record, whole and checked, that says
+/// bytes past `at` were already durable when it was written. Such a record proves the bad one had
+/// been synced, so a crash cannot explain it. Returns its offset.
+std::optional<std::uint64_t> later_proof_of_durability(std::string_view rest, std::uint64_t at) {
+  constexpr std::size_t header = header_bytes_of(log_format::v3);
+  for (std::size_t q = 1; q + header <= rest.size(); ++q) {
+    const auto fields = parse_header(log_format::v3, reinterpret_cast<const unsigned char*>(rest.data() + q));
+    if (fields.complement != static_cast<std::uint32_t>(~fields.length) || fields.length > max_payload_bytes ||
+        fields.length > rest.size() - q - header || fields.durable <= at || fields.durable > at + q)
+      continue;
+    if (crc_of(log_format::v3, rest.substr(q + header, fields.length), fields.durable) == fields.crc) return at + q;
+  }
+  return std::nullopt;
+}
+
+/// Walks the records after the magic. At the first bad record:
+///  - format 2: a torn tail when it is the last bytes of the file and its header is short, or its
+///    header is whole and self-consistent but its payload is short or, ending exactly at end of
+///    file, fails its CRC (what a crash mid-append leaves); any other bad record is corruption.
+///  - format 3: the end of the records when every byte from it on is zero (the tail); otherwise a
+///    torn tail (what is left of records that were never synced), unless a later whole record
+///    proves those bytes durable, which makes them corruption.
+/// Either way a record whose CRC holds but which does not decode is corruption: it is exactly
+/// what some writer meant. A torn tail stops the walk; the caller cuts or zeroes it.
+result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_format format) {
+  scanned out{.format = format};
+  const std::size_t header_bytes = header_bytes_of(format);
   std::string payload;
   for (std::size_t number = 1; out.end < size; ++number) {
     const std::uint64_t at = out.end;
     const auto corrupt = [&](std::string_view why) {
       return failure(error_kind::run_log_corrupt, fmt::format("{}: record {} at offset {}: {}", path, number, at, why));
     };
-    if (size - at < record_header_bytes) break;  // torn: a short header
-    std::array<unsigned char, record_header_bytes> header{};
-    PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(header.data()), header.size(), at));
-    const std::uint32_t length = boost::endian::load_little_u32(header.data());
-    const std::uint32_t complement = boost::endian::load_little_u32(header.data() + 4);
-    const std::uint32_t stored_crc = boost::endian::load_little_u32(header.data() + 8);
-    // A crash leaves a prefix of real bytes, so a whole header is exactly what the writer wrote:
-    // disagreeing length fields, or a length over the cap the writer keeps, are damage even at
-    // the tail. Only once the length is trusted may a payload past end of file mean a torn write.
-    if (complement != static_cast<std::uint32_t>(~length))
-      return corrupt(fmt::format("length field {:08x} and its complement {:08x} disagree", length, complement));
-    if (length > max_payload_bytes)
-      return corrupt(fmt::format("length {} exceeds the {}-byte record cap", length, max_payload_bytes));
-    const std::uint64_t end = at + record_header_bytes + length;
-    if (end > size) break;  // torn: a short payload
-    payload.resize(length);
-    PSYCH_TRY(read_at(fd, path, payload.data(), length, at + record_header_bytes));
-    if (const std::uint32_t actual = crc_of(payload); actual != stored_crc) {
+    // Format 3: zeros to the end are the tail; anything else left of a crash is torn, unless a
+    // later record proves it had been synced.
+    const auto stop_v3 = [&](std::string_view why) -> result<scanned> {
+      std::string rest(size - at, '\0');
+      PSYCH_TRY(read_at(fd, path, rest.data(), rest.size(), at));
+      if (rest.find_first_not_of('\0') == std::string::npos) return std::move(out);
+      if (const auto proof = later_proof_of_durability(rest, at))
+        return corrupt(fmt::format("{}, yet the record at offset {} was written after it was durable", why, *proof));
+      out.dirty_tail = true;
+      return std::move(out);
+    };
+    if (size - at < header_bytes) {
+      if (format == log_format::v3) return stop_v3("a short header");
+      break;  // torn: a short header
+    }
+    std::array<unsigned char, 20> bytes{};
+    PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(bytes.data()), header_bytes, at));
+    const record_header header = parse_header(format, bytes.data());
+    // Format 2: a crash leaves a prefix of real bytes, so a whole header is exactly what the
+    // writer wrote: disagreeing length fields, or a length over the cap the writer keeps, are
+    // damage even at the tail. Only once the length is trusted may a payload past end of file
+    // mean a torn write.
+    if (header.complement != static_cast<std::uint32_t>(~header.length)) {
+      const auto why = fmt::format("length field {:08x} and its complement {:08x} disagree", header.length,
+                                   header.complement);
+      if (format == log_format::v3) return stop_v3(why);
+      return corrupt(why);
+    }
+    if (header.length > max_payload_bytes) {
+      const auto why = fmt::format("length {} exceeds the {}-byte record cap", header.length, max_payload_bytes);
+      if (format == log_format::v3) return stop_v3(why);
+      return corrupt(why);
+    }
+    const std::uint64_t end = at + header_bytes + header.length;
+    if (end > size) {
+      if (format == log_format::v3) return stop_v3("the payload runs past end of file");
+      break;  // torn: a short payload
+    }
+    payload.resize(header.length);
+    PSYCH_TRY(read_at(fd, path, payload.data(), header.length, at + header_bytes));
+    if (const std::uint32_t actual = crc_of(format, payload, header.durable); actual != header.crc) {
+      const auto why = fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", header.crc, actual);
+      if (format == log_format::v3) return stop_v3(why);
       if (end == size) break;  // torn: the last record, partly written
-      return corrupt(fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", stored_crc, actual));
+      return corrupt(why);
     }
     // A record whose CRC holds is exactly what some writer meant, so failing to decode it is never
     // a torn write: dropping it could silently discard what a newer writer recorded.
+    if (header.durable > at) return corrupt(fmt::format("it says bytes up to {} were durable before it", header.durable));
     auto record = decode_payload(payload);
     if (!record) return corrupt(record.error().message());
     out.records.push_back(std::move(record).value());
@@ -206,9 +297,18 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size) {
 
 class file_run_log final : public run_log {
  public:
-  file_run_log(unique_fd fd, std::string path, scanned contents, file_run_log_sync sync)
-      : fd_{std::move(fd)}, path_{std::move(path)}, sync_{sync}, end_{contents.end}, synced_end_{contents.end},
-        records_{std::move(contents.records)} {}
+  file_run_log(unique_fd fd, std::string path, scanned contents, std::uint64_t size, file_run_log_sync sync)
+      : fd_{std::move(fd)}, path_{std::move(path)}, sync_{sync}, format_{contents.format}, end_{contents.end},
+        synced_end_{contents.end}, allocated_{std::max(size, contents.end)}, records_{std::move(contents.records)} {}
+
+  file_run_log(const file_run_log&) = delete;
+  file_run_log& operator=(const file_run_log&) = delete;
+
+  /// A log no longer written keeps only its records' space. Not synced: after a crash the file
+  /// is either cut or still ends in zeros, and both read the same.
+  ~file_run_log() override {
+    if (format_ == log_format::v3 && !broken_ && allocated_ > end_) (void)::ftruncate(fd_.get(), static_cast<off_t>(end_));
+  }
 
   result<void> append(const run_log_record& record) override {
     PSYCH_TRY(const std::uint64_t end, write(record));
@@ -243,15 +343,22 @@ class file_run_log final : public run_log {
     // Kept as a reopen will decode it (the codec repairs invalid UTF-8), so records() never
     // changes meaning across a restart.
     PSYCH_TRY(auto stored, decode_payload(payload));
-    const std::string bytes = framed(payload);
 
     const std::lock_guard lock{mutex_};
     if (broken_) return failure(error_kind::system_call_failed, broken_.value());
+    std::string bytes = framed(format_, payload, synced_end_);
+    const std::uint64_t record_bytes = bytes.size();
+    if (format_ == log_format::v3 && end_ + record_bytes > allocated_) {
+      // The tail grows in the same write: the record, then zeros for the records after it.
+      const std::uint64_t grown = (end_ + record_bytes + tail_bytes + tail_bytes - 1) / tail_bytes * tail_bytes;
+      bytes.resize(grown - end_, '\0');
+    }
     if (auto written = write_at(fd_.get(), path_, bytes, end_); !written) {
-      undo_partial_append();
+      undo_partial_append(record_bytes);
       return std::move(written).as_failure();
     }
-    end_ += bytes.size();
+    allocated_ = std::max(allocated_, end_ + bytes.size());
+    end_ += record_bytes;
     records_.push_back(std::move(stored));
     if (sync_ == file_run_log_sync::every_record) {
       if (::fdatasync(fd_.get()) != 0) return fdatasync_failed();
@@ -296,20 +403,32 @@ class file_run_log final : public run_log {
   }
 
   /// A failed write may have left some of its bytes; the next append must not land after them.
-  /// If they cannot be cut off, the log refuses further appends rather than journal past damage.
-  void undo_partial_append() {
-    if (::ftruncate(fd_.get(), static_cast<off_t>(end_)) == 0) return;
-    broken_ = fmt::format("ftruncate({}): {} (after a failed append; the log takes no more records)", path_,
+  /// Format 2 cuts them off; format 3 zeroes them, since the tail must stay zeros. If that fails
+  /// too, the log refuses further appends rather than journal past damage.
+  void undo_partial_append(std::uint64_t record_bytes) {
+    if (format_ == log_format::v2) {
+      if (::ftruncate(fd_.get(), static_cast<off_t>(end_)) == 0) return;
+      broken_ = fmt::format("ftruncate({}): {} (after a failed append; the log takes no more records)", path_,
+                            std::strerror(errno));
+      return;
+    }
+    struct stat info {};
+    if (::fstat(fd_.get(), &info) == 0) allocated_ = std::max(allocated_, static_cast<std::uint64_t>(info.st_size));
+    const std::string zeros(std::min(record_bytes, allocated_ - end_), '\0');
+    if (write_at(fd_.get(), path_, zeros, end_)) return;
+    broken_ = fmt::format("pwrite({}): {} (zeroing a failed append; the log takes no more records)", path_,
                           std::strerror(errno));
   }
 
   unique_fd fd_;
   std::string path_;
   file_run_log_sync sync_;
+  log_format format_;
   mutable std::mutex mutex_;
   std::condition_variable synced_;  ///< a leader's fdatasync ended
   std::uint64_t end_;               ///< where the last whole record written ends
   std::uint64_t synced_end_;        ///< every byte before this is durable
+  std::uint64_t allocated_;         ///< the file's size; format 3: zeros from end_ to here
   bool syncing_ = false;            ///< a leader is in fdatasync, with the mutex released
   std::vector<run_log_record> records_;
   std::optional<std::string> broken_;
@@ -326,18 +445,23 @@ result<void> lock_exclusively(int fd, const std::string& path) {
   return success();
 }
 
-/// A file shorter than the magic is a creation that never finished (or has not started):
-/// write the magic, provided what is there is a prefix of it and not someone else's file.
-result<void> check_or_write_magic(int fd, const std::string& path, std::uint64_t size) {
-  std::string head(std::min<std::uint64_t>(size, magic.size()), '\0');
+/// A file shorter than the magic is a creation that never finished (or has not started): write
+/// the magic, provided what is there is a prefix of it and not someone else's file. Returns the
+/// file's format: a new file is format 3, or format 2 for the fsync-per-record baseline, which
+/// stands for how the log worked before format 3.
+result<log_format> check_or_write_magic(int fd, const std::string& path, std::uint64_t size, file_run_log_sync sync) {
+  std::string head(std::min<std::uint64_t>(size, magic_bytes), '\0');
   PSYCH_TRY(read_at(fd, path, head.data(), head.size(), 0));
+  if (head == magic_v2) return log_format::v2;
+  if (head == magic_v3) return log_format::v3;
   if (head == magic_v1)
     return failure(error_kind::run_log_corrupt,
                    fmt::format("{}: offset 0: run log format 1 is not read by this version", path));
-  if (!magic.starts_with(head))
+  const log_format fresh = sync == file_run_log_sync::every_record ? log_format::v2 : log_format::v3;
+  if (head.size() == magic_bytes || !magic_of(fresh).starts_with(head))
     return failure(error_kind::run_log_corrupt, fmt::format("{}: offset 0: bad magic (not a psych run log)", path));
-  if (head.size() < magic.size()) return write_file_header(fd, path);
-  return success();
+  PSYCH_TRY(write_file_header(fd, path, fresh));
+  return fresh;
 }
 
 }  // namespace
@@ -349,15 +473,24 @@ result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path, file
 
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return syscall_failure("fstat", path);
-  const auto size = static_cast<std::uint64_t>(info.st_size);
-  PSYCH_TRY(check_or_write_magic(fd.get(), path, size));
+  const auto size = std::max<std::uint64_t>(static_cast<std::uint64_t>(info.st_size), magic_bytes);
+  PSYCH_TRY(const log_format format, check_or_write_magic(fd.get(), path, static_cast<std::uint64_t>(info.st_size), sync));
 
-  PSYCH_TRY(auto contents, scan(fd.get(), path, std::max<std::uint64_t>(size, magic.size())));
-  if (contents.end < size) {  // a torn tail: cut it off so the next append follows a whole record
+  PSYCH_TRY(auto contents, scan(fd.get(), path, size, format));
+  if (format == log_format::v2 && contents.end < size) {
+    // A torn tail: cut it off so the next append follows a whole record.
     if (::ftruncate(fd.get(), static_cast<off_t>(contents.end)) != 0) return syscall_failure("ftruncate", path);
     if (::fsync(fd.get()) != 0) return syscall_failure("fsync", path);
   }
-  return std::unique_ptr<run_log>{std::make_unique<file_run_log>(std::move(fd), path, std::move(contents), sync)};
+  if (contents.dirty_tail) {
+    // Format 3: what a crash left of unsynced records becomes tail again, so a later record can
+    // never be read as following them.
+    PSYCH_TRY(write_at(fd.get(), path, std::string(size - contents.end, '\0'), contents.end));
+    if (::fdatasync(fd.get()) != 0) return syscall_failure("fdatasync", path);
+  }
+  const std::uint64_t kept = format == log_format::v2 ? contents.end : size;
+  return std::unique_ptr<run_log>{
+      std::make_unique<file_run_log>(std::move(fd), path, std::move(contents), kept, sync)};
 }
 
 }  // namespace psych

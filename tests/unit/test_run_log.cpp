@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -113,6 +114,11 @@ void flip_byte(const std::string& path, std::uint64_t offset) {
   REQUIRE(file.good());
 }
 
+std::string read_all(const std::string& path) {
+  std::ifstream file{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{file}, {}};
+}
+
 void write_raw(const std::string& path, const std::string& bytes, std::ios::openmode mode = std::ios::trunc) {
   std::ofstream file{path, std::ios::binary | std::ios::out | mode};
   file << bytes;
@@ -157,9 +163,12 @@ call_finished finished(std::string id, std::uint64_t bytes = 10) {
   return {std::move(id), "ok", bytes, bytes * 2, bytes / 2, R"({"hits":[1,2,3]})"};
 }
 
-/// Three records; returns the file size after each.
+/// Three records in a format 2 log (the fsync-per-record baseline creates one), whose torn-tail
+/// and corruption rules most cases below are about; returns the file size after each.
 std::array<std::uint64_t, 3> three_records(const std::string& path) {
-  auto log = open_log(path);
+  auto opened = open_file_run_log(path, file_run_log_sync::every_record);
+  REQUIRE(opened);
+  auto& log = opened.value();
   std::array<std::uint64_t, 3> ends{};
   append(*log, started("c1"));
   ends[0] = size_of(path);
@@ -561,9 +570,12 @@ TEST_CASE("run log: a deferred record is made durable by the next durable append
 
 namespace {
 
-std::string held_path;
-std::uint64_t held_until_bytes = 0;
-bool held_records_written() { return size_of(held_path) >= held_until_bytes; }
+const run_log* held_log = nullptr;
+std::size_t held_until_records = 0;
+bool held_records_written() {
+  const auto records = held_log->records();
+  return records && records.value().size() >= held_until_records;
+}
 
 }  // namespace
 
@@ -574,8 +586,8 @@ TEST_CASE("run log: records written while a sync is under way are all covered by
   constexpr int followers = 6;
   // The leader's fdatasync is held until every follower has written its record (records of one
   // size: ids c0..c6), so they all wait behind it, and one more fdatasync must cover them all.
-  held_path = path;
-  held_until_bytes = std::numeric_limits<std::uint64_t>::max();
+  held_log = log.get();
+  held_until_records = std::numeric_limits<std::size_t>::max();
   const int before = fdatasyncs;
   hold_fdatasync_until = held_records_written;
   std::jthread leader([&] { CHECK(log->append(started("c0"))); });
@@ -583,8 +595,7 @@ TEST_CASE("run log: records written while a sync is under way are all covered by
   while (fdatasyncs == before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(fdatasyncs == before + 1);  // the leader is in its fdatasync, its record written
-  const std::uint64_t record_bytes = size_of(path) - magic_bytes;
-  held_until_bytes = magic_bytes + (1 + followers) * record_bytes;
+  held_until_records = 1 + followers;
   {
     std::vector<std::jthread> waiting;
     for (int i = 1; i <= followers; ++i)
@@ -595,7 +606,7 @@ TEST_CASE("run log: records written while a sync is under way are all covered by
   CHECK(records_of(*log).size() == 1 + followers);
 }
 
-TEST_CASE("run log: fsync per record, the benchmark's baseline, syncs every record and writes the same file") {
+TEST_CASE("run log: fsync per record, the benchmark's baseline, syncs every record and writes format 2") {
   const run_log_dir dir;
   const std::vector<run_log_record> records{started("c1"), finished("c1"), started("c2")};
   const auto write_all = [&](const std::string& path, file_run_log_sync sync) {
@@ -611,10 +622,11 @@ TEST_CASE("run log: fsync per record, the benchmark's baseline, syncs every reco
   CHECK(fdatasyncs == before + 3);
   write_all(dir.file("group.log"), file_run_log_sync::group);
   CHECK(fdatasyncs == before + 4);
-  std::ifstream baseline{dir.file("baseline.log"), std::ios::binary};
-  std::ifstream group{dir.file("group.log"), std::ios::binary};
-  CHECK(std::string(std::istreambuf_iterator<char>(baseline), {}) == std::string(std::istreambuf_iterator<char>(group), {}));
+  // The baseline stands for the log before format 3: appends that grow the file.
+  CHECK(read_all(dir.file("baseline.log")).starts_with("PSYCHRL2"));
+  CHECK(read_all(dir.file("group.log")).starts_with("PSYCHRL3"));
   CHECK(records_of(*open_log(dir.file("baseline.log"))) == records);
+  CHECK(records_of(*open_log(dir.file("group.log"))) == records);
 }
 
 namespace {
@@ -801,4 +813,224 @@ TEST_CASE("run log: the gateway syncs once for the calls admitted together, befo
   CHECK(gateway.sync_journal());    // as at the end of an execution
   CHECK(fdatasyncs == before + 2);
   CHECK(tally(records_of(*log)).unknown.empty());
+}
+
+// Format 3 (docs/run-log.md): records overwrite a zero tail written ahead of them, and each says
+// how far the file was durable when it was written.
+namespace {
+
+constexpr std::uint64_t v3_header_bytes = 20;  // length, its complement, CRC, durable
+
+/// A format 3 record framed by hand: the CRC covers the payload, then `durable`.
+std::string framed_v3(const std::string& payload, std::uint64_t durable) {
+  std::array<unsigned char, 8> durable_bytes{};
+  boost::endian::store_little_u64(durable_bytes.data(), durable);
+  boost::crc_32_type crc;
+  crc.process_bytes(payload.data(), payload.size());
+  crc.process_bytes(durable_bytes.data(), durable_bytes.size());
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  return header(length, ~length, crc.checksum()) +
+         std::string{reinterpret_cast<const char*>(durable_bytes.data()), durable_bytes.size()} + payload;
+}
+
+/// Where each whole-headed record of a format 3 file ends, read the way the layout says.
+std::vector<std::uint64_t> v3_record_ends(const std::string& bytes) {
+  std::vector<std::uint64_t> ends;
+  std::uint64_t at = magic_bytes;
+  while (at + v3_header_bytes <= bytes.size()) {
+    const auto* fields = reinterpret_cast<const unsigned char*>(bytes.data() + at);
+    const std::uint32_t length = boost::endian::load_little_u32(fields);
+    if (boost::endian::load_little_u32(fields + 4) != static_cast<std::uint32_t>(~length)) break;
+    at += v3_header_bytes + length;
+    ends.push_back(at);
+  }
+  return ends;
+}
+
+bool zeros_from(const std::string& bytes, std::uint64_t offset) {
+  return bytes.find_first_not_of('\0', offset) == std::string::npos;
+}
+
+const std::string sample_payload =
+    R"({"type":"call_started","call_id":"c1","execution_id":"","tool":"t","argument_bytes":1})";
+
+}  // namespace
+
+TEST_CASE("run log format 3: records go into a zero tail, and a closed log keeps only its records") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  std::uint64_t records_end = 0;
+  {
+    auto log = open_log(path);
+    append(*log, started("c1"));
+    REQUIRE(log->append_deferred(finished("c1")));
+    append(*log, started("c2"));
+    const auto bytes = read_all(path);
+    CHECK(bytes.starts_with("PSYCHRL3"));
+    const auto ends = v3_record_ends(bytes);
+    REQUIRE(ends.size() == 3);
+    records_end = ends[2];
+    CHECK(bytes.size() >= records_end + (64u << 10) - v3_header_bytes);  // the tail, written ahead
+    CHECK(bytes.size() % (64u << 10) == 0);
+    CHECK(zeros_from(bytes, records_end));
+  }
+  CHECK(size_of(path) == records_end);
+  {
+    auto log = open_log(path);
+    CHECK(records_of(*log) == std::vector<run_log_record>{started("c1"), finished("c1"), started("c2")});
+    append(*log, finished("c2"));
+    CHECK(size_of(path) > records_end + (64u << 10) - v3_header_bytes);
+  }
+  CHECK(records_of(*open_log(path)) ==
+        std::vector<run_log_record>{started("c1"), finished("c1"), started("c2"), finished("c2")});
+}
+
+TEST_CASE("run log format 3: the tail grows in the write of the record that reaches its end") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  std::vector<run_log_record> written;
+  {
+    auto log = open_log(path);
+    for (int i = 0; i < 1500; ++i) {  // about 150 KiB of records: the tail grows twice
+      written.push_back(finished("c" + std::to_string(i), static_cast<std::uint64_t>(i)));
+      REQUIRE(log->append_deferred(written.back()));
+      if (i % 100 == 0) REQUIRE(log->sync());
+      CHECK(size_of(path) % (64u << 10) == 0);
+    }
+    REQUIRE(log->sync());
+    const auto bytes = read_all(path);
+    const auto ends = v3_record_ends(bytes);
+    REQUIRE(ends.size() == written.size());
+    CHECK(bytes.size() > (128u << 10));
+    CHECK(zeros_from(bytes, ends.back()));
+  }
+  CHECK(records_of(*open_log(path)) == written);
+}
+
+TEST_CASE("run log format 3: zeros after the last record are its end, and the next append follows it") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  write_raw(path, "PSYCHRL3" + framed_v3(sample_payload, 0) + std::string(1000, '\0'));
+  {
+    auto log = open_log(path);
+    CHECK(records_of(*log) == std::vector<run_log_record>{call_started{"c1", "", "t", 1}});
+    append(*log, finished("c1"));
+  }
+  CHECK(records_of(*open_log(path)) == std::vector<run_log_record>{call_started{"c1", "", "t", 1}, finished("c1")});
+}
+
+TEST_CASE("run log format 3: a record that says bytes after its own start were durable is corruption") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  write_raw(path, "PSYCHRL3" + framed_v3(sample_payload, 9999));
+  check_corrupt(path, "record 1 at offset 8: it says bytes up to 9999 were durable before it");
+}
+
+TEST_CASE("run log format 3: damage that a later record proves was durable is corruption, a crash's leftovers are not") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  {
+    auto log = open_log(path);  // each append is synced before the next is written
+    append(*log, started("c1"));
+    append(*log, finished("c1"));
+    append(*log, started("c2"));
+  }
+  const auto ends = v3_record_ends(read_all(path));
+  REQUIRE(ends.size() == 3);
+  SUBCASE("a flipped byte in the first record") {
+    flip_byte(path, magic_bytes + v3_header_bytes + 3);
+    check_corrupt(path, "record 1 at offset 8: CRC mismatch");
+    check_corrupt(path, "yet the record at offset " + std::to_string(ends[0]) + " was written after it was durable");
+  }
+  SUBCASE("the first record's header zeroed") {
+    write_raw(path, read_all(path).replace(magic_bytes, v3_header_bytes, v3_header_bytes, '\0'));
+    check_corrupt(path, "record 1 at offset 8: length field 00000000 and its complement 00000000 disagree, yet");
+  }
+  SUBCASE("a flipped byte in the second record") {
+    flip_byte(path, ends[0] + v3_header_bytes + 3);
+    check_corrupt(path, "record 2 at offset " + std::to_string(ends[0]) + ": CRC mismatch");
+  }
+  SUBCASE("a flipped byte in the last record, which no later record vouches for, is a torn tail") {
+    flip_byte(path, ends[2] - 3);
+    {
+      auto log = open_log(path);
+      CHECK(records_of(*log) == std::vector<run_log_record>{started("c1"), finished("c1")});
+      CHECK(zeros_from(read_all(path), ends[1]));  // what was left of it is tail again
+      append(*log, started("c9"));
+    }
+    CHECK(records_of(*open_log(path)) == std::vector<run_log_record>{started("c1"), finished("c1"), started("c9")});
+  }
+}
+
+// A machine crash may keep any of the sectors written since the last sync, in any combination,
+// and loses none written before it (fdatasync). Simulated from the bytes of a log still open: for
+// every 512-byte sector past the last durable append, its new bytes or the zeros it held before.
+TEST_CASE("run log format 3: after a simulated machine crash every durable record reads back, nothing else is invented") {
+  const auto seed = from_environment("PSYCH_CRASH_SEED", std::random_device{}());
+  CAPTURE(seed);
+  std::mt19937_64 random{seed};
+  std::bernoulli_distribution durable{0.3};
+  std::bernoulli_distribution keep_sector{0.5};
+  const run_log_dir dir;
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    const auto path = dir.file(("run-" + std::to_string(round) + ".log").c_str());
+    const auto crashed = dir.file(("crashed-" + std::to_string(round) + ".log").c_str());
+    std::vector<run_log_record> written;
+    std::size_t durable_records = 0;
+    std::string image;
+    {
+      auto log = open_log(path);
+      for (int i = 0; i < 12; ++i) {
+        // Payloads of several sizes, so records straddle sectors in every way.
+        written.push_back(finished("c" + std::to_string(i), std::uint64_t{1} << (i * 5 % 60)));
+        std::get<call_finished>(written.back()).value_json = std::string(static_cast<std::size_t>(i * 97 % 700), 'v');
+        if (durable(random)) {
+          append(*log, written.back());
+          durable_records = written.size();
+        } else {
+          REQUIRE(log->append_deferred(written.back()));
+        }
+      }
+      image = read_all(path);  // as the kernel holds it; the log is still open, its tail unsynced
+    }
+    const auto ends = v3_record_ends(image);
+    REQUIRE(ends.size() == written.size());
+    const std::uint64_t synced = durable_records == 0 ? magic_bytes : ends[durable_records - 1];
+    for (std::uint64_t sector = synced / 512 * 512; sector < ends.back(); sector += 512) {
+      if (keep_sector(random)) continue;
+      const std::uint64_t from = std::max(sector, synced);
+      image.replace(from, sector + 512 - from, sector + 512 - from, '\0');
+    }
+    write_raw(crashed, image);
+    std::vector<run_log_record> read;
+    {
+      auto log = open_file_run_log(crashed);
+      if (!log) FAIL(log.error().message());
+      read = records_of(*log.value());
+      REQUIRE(read.size() >= durable_records);
+      REQUIRE(read.size() <= written.size());
+      CHECK(std::equal(read.begin(), read.end(), written.begin()));
+      const auto reopened_bytes = read_all(crashed);
+      CHECK(zeros_from(reopened_bytes, v3_record_ends(reopened_bytes).empty() ? magic_bytes
+                                                                               : v3_record_ends(reopened_bytes).back()));
+      append(*log.value(), started("after"));
+    }
+    read.push_back(started("after"));
+    CHECK(records_of(*open_log(crashed)) == read);
+  }
+}
+
+TEST_CASE("run log format 3: a format 2 log stays format 2, appended to at its end") {
+  const run_log_dir dir;
+  const auto path = dir.file("run.log");
+  const auto ends = three_records(path);
+  {
+    auto log = open_log(path);
+    append(*log, finished("c2"));
+  }
+  const auto bytes = read_all(path);
+  CHECK(bytes.starts_with("PSYCHRL2"));
+  CHECK(bytes.size() == ends[2] + (ends[1] - ends[0]));  // one more record of finished("c1")'s size, no tail
+  CHECK(records_of(*open_log(path)).size() == 4);
 }

@@ -114,13 +114,15 @@ enum class file_run_log_sync {
   /// deferred append is not synced at all until a later durable append or sync covers it.
   group,
   /// One fdatasync per record, deferred ones included: how the log behaved before group commit.
-  /// Kept only so that benchmarks/bindings.cpp can print that baseline in the same run.
+  /// A file it creates is format 2 (appends that grow it), as the log's were then. Kept only so
+  /// that benchmarks/bindings.cpp can print that baseline in the same run.
   every_record,
 };
 
 /// The embedded default: a file of length-prefixed, checksummed records (docs/run-log.md).
-/// Creates the file when absent. A torn last record (a crash mid-append) is dropped and the file
-/// truncated to the last whole record; damage before the last record is `run_log_corrupt`.
+/// Creates the file when absent (format 3: records written into zeros laid ahead of them). What a
+/// crash left of unsynced records (a torn tail) is dropped; damage to records that were durable is
+/// `run_log_corrupt`, wherever the file can prove it (docs/run-log.md says where it cannot).
 result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path,
                                                    file_run_log_sync sync = file_run_log_sync::group);
 
