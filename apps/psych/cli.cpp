@@ -300,4 +300,11 @@ result<command> parse(std::span<const std::string_view> args) {
   return command{help_command{app.get_formatter()->make_help(&app, "psych", CLI::AppFormatMode::Normal)}};
 }
 
+bool needs_remote(const command& parsed) {
+  if (std::holds_alternative<serve_command>(parsed)) return true;
+  if (const auto* as_run = std::get_if<run_command>(&parsed)) return !as_run->remote.url.empty();
+  if (const auto* as_describe = std::get_if<describe_command>(&parsed)) return !as_describe->remote.url.empty();
+  return false;
+}
+
 }  // namespace psych::cli

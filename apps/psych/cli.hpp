@@ -78,4 +78,8 @@ using command = std::variant<run_command, describe_command, serve_command, help_
 /// invalid_argument (anything else), each naming the option and what it got.
 result<command> parse(std::span<const std::string_view> args);
 
+/// serve, and run or describe with --remote: the commands that need TLS and HTTP, which psych
+/// hands to psych-remote (remote_commands.hpp).
+bool needs_remote(const command& parsed);
+
 }  // namespace psych::cli

@@ -7,7 +7,8 @@ consumer=$1 prefix=$2 build_launcher=$3
 unset PSYCH_LAUNCHER
 
 # Nothing installed may name the build tree's launcher.
-for file in "$prefix"/lib*/libpsych_host.a "$prefix"/lib/*/libpsych_host.a "$prefix"/bin/psych "$consumer"; do
+for file in "$prefix"/lib*/libpsych_host.a "$prefix"/lib/*/libpsych_host.a "$prefix"/bin/psych \
+            "$prefix"/libexec/psych/psych-remote "$consumer"; do
   [ -e "$file" ] || continue
   if grep -qF "$build_launcher" "$file"; then
     echo "run_consumer: $file names the build tree's launcher $build_launcher" >&2

@@ -216,3 +216,21 @@ TEST_CASE("psych serve, and --remote for run and describe") {
   REQUIRE(described);
   CHECK(std::get<cli::describe_command>(described.value()).remote.allow_insecure_http);
 }
+
+TEST_CASE("needs_remote: serve and --remote go to psych-remote, everything else stays in psych") {
+  const auto needs = [](std::vector<std::string_view> args) {
+    auto parsed = parse(std::move(args));
+    REQUIRE(parsed);
+    return cli::needs_remote(parsed.value());
+  };
+  CHECK(needs({"serve", "--token-file", "t"}));
+  CHECK(needs({"run", "--remote", "https://127.0.0.1:9443", "--token-command", "cat t", "p.py"}));
+  CHECK(needs({"describe", "--remote", "https://127.0.0.1:9443"}));
+  CHECK_FALSE(needs({"run", "p.py"}));
+  CHECK_FALSE(needs({"describe"}));
+  CHECK_FALSE(needs({"help"}));
+  // A remote option without --remote is a usage error psych reports itself.
+  CHECK_FALSE(needs({"run", "--ca", "c.pem", "p.py"}));
+  // Help is printed by whichever executable parsed it: the same parser, the same text.
+  CHECK_FALSE(needs({"serve", "--help"}));
+}

@@ -1,0 +1,234 @@
+// psych run and psych describe, and what they share with psych serve.
+#include "commands.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config.hpp"
+#include "report.hpp"
+#include "psych/host/container_sandbox.hpp"
+#include "psych/host/mcp.hpp"
+#include "psych/host/result_json.hpp"
+#include "psych/terminal_text.hpp"
+
+namespace psych::cli {
+namespace {
+
+result<std::string> read_program(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    if (std::cin.bad()) return failure(error_kind::unreadable_file, "standard input could not be read");
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
+  text << in.rdbuf();
+  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("{}: read error", path));
+  return text.str();
+}
+
+/// ^C and SIGTERM cancel the execution (the tree is killed and the result
+/// still printed) instead of killing psych and orphaning the sandbox. The
+/// signals are blocked in every thread and taken by one waiter; SIGUSR1 is
+/// how the waiter is told to finish.
+class signal_canceller {
+ public:
+  signal_canceller() {
+    sigemptyset(&signals_);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&signals_, signal);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    // An ignored signal is discarded before sigwait could see it, and a shell starts
+    // background jobs with SIGINT ignored. nohup's ignored SIGHUP stays ignored.
+    for (int signal : {SIGINT, SIGTERM, SIGUSR1}) std::signal(signal, SIG_DFL);
+    waiter_ = std::thread([this] {
+      for (;;) {
+        int signal = 0;
+        if (sigwait(&signals_, &signal) != 0 || signal == SIGUSR1) return;
+        source_.request_stop();
+      }
+    });
+  }
+  ~signal_canceller() {
+    pthread_kill(waiter_.native_handle(), SIGUSR1);
+    waiter_.join();
+  }
+  signal_canceller(const signal_canceller&) = delete;
+  signal_canceller& operator=(const signal_canceller&) = delete;
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  sigset_t signals_{};
+  std::stop_source source_;
+  std::thread waiter_;
+};
+
+/// The container backend, from the deployment's settings and the command line's image and runtime.
+container_sandbox_options container_options(const local_sandbox_options& local, const std::string& image,
+                                            const std::string& runtime) {
+  container_sandbox_options options;
+  if (!image.empty()) options.image = image;
+  if (!runtime.empty()) options.runtime = runtime;
+  options.limit_ceiling = local.limit_ceiling;
+  options.env_allowlist = local.env_allowlist;
+  options.run_as_uid = local.run_as_uid;
+  options.run_as_gid = local.run_as_gid;
+  options.run_as_range = local.run_as_range;
+  options.launcher_path = local.launcher_path;
+  options.temp_root = local.temp_root;
+  return options;
+}
+
+bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
+
+bool any_remote_option(const remote_choice& remote) {
+  return !remote.ca_file.empty() || !remote.token_command.empty() || remote.allow_insecure_http;
+}
+
+}  // namespace
+
+int fail_usage(const error& e) {
+  // The message can quote a path, a config file or an MCP server's words.
+  fmt::print(stderr, "psych: {}\n", terminal_text(e.message()));
+  return usage_error;
+}
+
+result<local_sandbox_options> sandbox_options(const std::string& config_path, bool allow_same_uid) {
+  local_sandbox_options options;
+  if (!config_path.empty()) {
+    PSYCH_TRY(auto loaded, load_config(config_path, options));
+    options = std::move(loaded);
+  }
+  if (allow_same_uid) options.allow_same_uid = true;
+  return options;
+}
+
+result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& options, const std::string& image,
+                                                const std::string& runtime, const remote_choice& remote,
+                                                const remote_opener& open_remote) {
+  if (!remote.url.empty()) {
+    if (!image.empty() || !runtime.empty())
+      return failure(error_kind::invalid_argument, "--image and --container-runtime are the service's to choose");
+    if (!open_remote)
+      return failure(error_kind::invalid_argument, "--remote is psych-remote's to run (psych hands it over)");
+    return open_remote(remote, options);
+  }
+  if (any_remote_option(remote))
+    return failure(error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote");
+  if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
+  if (!image.empty() || !runtime.empty())
+    return failure(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
+  return local_sandbox(options);
+}
+
+int run(const run_command& given, const remote_opener& open_remote) {
+  auto program = read_program(given.program_path);
+  if (!program) return fail_usage(program.error());
+  auto options = sandbox_options(given.config_path, given.allow_same_uid);
+  if (!options) return fail_usage(options.error());
+  if (!given.backend.empty()) options.value().backend = given.backend;
+  options.value().pool.size = 0;  // one program: a pool would prepare sandboxes nobody claims (docs/pools.md)
+  options.value().probe_at_open = false;  // the run is the probe: one sandbox started, not two
+  auto sandbox = chosen_sandbox(options.value(), given.image, given.container_runtime, given.remote, open_remote);
+  if (!sandbox) return fail_usage(sandbox.error());
+
+  const auto offer = sandbox.value()->offer();
+  const auto decision = intersect_terms(offer, {.limits = offer.limit_ceiling, .allow_network = false},
+                                        {.isolation = given.isolation, .limits = given.limits}, {});
+  if (const auto* refusal = std::get_if<psych::refusal>(&decision)) {
+    if (given.json)
+      fmt::print("{}\n", host::refusal_to_json(*refusal));
+    else
+      fmt::print("{}", refusal_report(*refusal));
+    return refused;
+  }
+  std::unique_ptr<directory_blob_store> blobs;
+  if (!given.blob_dir.empty()) {
+    auto opened = open_directory_blob_store(given.blob_dir);
+    if (!opened) return fail_usage(opened.error());
+    blobs = std::move(opened).value();
+  }
+  std::unique_ptr<mcp_binding_source> mcp;
+  if (!given.mcp_servers.empty()) {
+    std::vector<std::unique_ptr<mcp_client>> clients;
+    for (const auto& [name, server_command] : given.mcp_servers) {
+      auto client = mcp_client::start({.name = name, .command = server_command});
+      if (!client) return fail_usage(error{error_kind::invalid_argument, "--mcp " + name + ": " + client.error().message()});
+      clients.push_back(std::move(client).value());
+    }
+    auto source = mcp_binding_source::create(std::move(clients));
+    if (!source) return fail_usage(error{error_kind::invalid_argument, "--mcp: " + source.error().message()});
+    mcp = std::move(source).value();
+  }
+  auto terms = std::get<execution_terms>(decision);
+  terms.output = given.output;
+  if (given.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
+  signal_canceller canceller;
+  const auto result = sandbox.value()->run(
+      {.program = std::move(program).value(), .terms = terms,
+       .filename = given.program_path == "-" ? "<stdin>" : given.program_path,
+       .bindings = mcp ? mcp->offered_now() : std::vector<binding>{}, .invoker = mcp.get(), .blobs = blobs.get(),
+       .tenant = given.tenant},
+      canceller.token());
+  if (given.json) fmt::print("{}\n", host::result_to_json(result));
+  else fmt::print("{}", result_report(result));
+  return result.failure ? failed : completed;
+}
+
+int describe(const describe_command& given, const remote_opener& open_remote) {
+  auto configured = sandbox_options(given.config_path, given.allow_same_uid);
+  if (!configured) return fail_usage(configured.error());
+  auto& options = configured.value();
+  if (!given.backend.empty()) options.backend = given.backend;
+  std::vector<backend_info> backends;
+  if (!given.remote.url.empty()) {
+    auto sandbox = chosen_sandbox(options, given.image, given.container_runtime, given.remote, open_remote);
+    if (!sandbox) return fail_usage(sandbox.error());
+    const description d = sandbox.value()->describe();
+    backends.push_back({.name = "remote",
+                        .isolation = d.isolation,
+                        .available = d.ready,
+                        .reason = d.ready ? fmt::format("the sandbox service at {} ({})", given.remote.url, d.backend)
+                                          : fmt::format("the sandbox service at {} is not ready", given.remote.url)});
+    if (given.json) fmt::print("{}\n", host::description_to_json(d, backends));
+    else fmt::print("{}", description_report(d, backends));
+    return d.ready ? completed : failed;
+  }
+  if (any_remote_option(given.remote))
+    return fail_usage(error{error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote"});
+  if (is_container(options.backend)) {
+    const auto found = detect_container_runtime(container_options(options, given.image, given.container_runtime));
+    backends.push_back({.name = "container",
+                        .isolation = isolation_level::isolated,
+                        .available = found.available,
+                        .reason = found.available ? fmt::format("{} {} runs image {} ({})", found.runtime, found.version,
+                                                                found.image, found.image_id)
+                                                  : found.problem});
+  } else {
+    backends = detect_local_backends(options);
+  }
+  auto sandbox = chosen_sandbox(options, given.image, given.container_runtime);
+  description d;
+  if (sandbox) d = sandbox.value()->describe();
+  else d.problems.push_back(sandbox.error().message());
+  if (given.json) {
+    fmt::print("{}\n", host::description_to_json(d, backends));
+    return d.ready ? completed : failed;
+  }
+  fmt::print("{}", description_report(d, backends));
+  return d.ready ? completed : failed;
+}
+
+}  // namespace psych::cli

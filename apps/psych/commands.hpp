@@ -1,0 +1,37 @@
+#pragma once
+// What the psych commands do once parsed, shared by the two executables built from these sources
+// (apps/CMakeLists.txt): psych, which runs everything local, and psych-remote, which also has the
+// remote code (remote_commands.hpp). The remote backend is handed in, so this file, and psych,
+// link no TLS.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cli.hpp"
+#include "psych/host/sandbox.hpp"
+
+namespace psych::cli {
+
+enum exit_status : int { completed = 0, failed = 1, usage_error = 2, refused = 3 };
+
+/// Prints e on standard error, its text made safe for a terminal; returns usage_error.
+int fail_usage(const error& e);
+
+/// How --remote becomes a sandbox: psych-remote's remote_backend. psych passes none: it hands
+/// every command with --remote to psych-remote before one runs.
+using remote_opener =
+    std::function<result<std::unique_ptr<sandbox>>(const remote_choice&, const local_sandbox_options&)>;
+
+/// The deployment's settings: a config file if given, --allow-same-uid on top.
+result<local_sandbox_options> sandbox_options(const std::string& config_path, bool allow_same_uid);
+
+/// The pinned or strongest backend: remote with --remote, a container with --backend container,
+/// a local one otherwise.
+result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& options, const std::string& image,
+                                                const std::string& runtime, const remote_choice& remote = {},
+                                                const remote_opener& open_remote = {});
+
+int run(const run_command& given, const remote_opener& open_remote);
+int describe(const describe_command& given, const remote_opener& open_remote);
+
+}  // namespace psych::cli

@@ -1,0 +1,122 @@
+// psych-remote's half of remote_commands.hpp: the commands run here, with the remote backend and
+// the sandbox service linked in.
+#include "remote_commands.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "psych/host/remote_sandbox.hpp"
+#include "psych/host/sandbox_service.hpp"
+
+namespace psych::cli {
+namespace {
+
+/// The remote backend of --remote: the token from --token-command, run afresh for each request.
+result<std::unique_ptr<sandbox>> remote_backend(const remote_choice& remote, const local_sandbox_options& local) {
+  if (local.backend || local.python_bin || local.launcher_path)
+    return failure(error_kind::invalid_argument,
+                   "--remote runs the program on the service: --backend, and a config's backend, python_bin and "
+                   "launcher_path, are the service's to choose");
+  if (remote.token_command.empty())
+    return failure(error_kind::invalid_argument, "--remote needs --token-command (the only source of the token)");
+  remote_sandbox_options options{.url = remote.url,
+                                 .token = command_secret(remote.token_command),
+                                 .allow_insecure_http = remote.allow_insecure_http};
+  if (!remote.ca_file.empty()) options.ca_file = remote.ca_file;
+  return remote_sandbox(std::move(options));
+}
+
+/// "host:port", "[v6]:port".
+result<std::pair<std::string, std::uint16_t>> listen_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  const auto bad = [&] {
+    return failure(error_kind::invalid_argument, fmt::format("--listen expects HOST:PORT, got '{}'", text));
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  std::string host = text.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  const auto digits = std::string_view(text).substr(colon + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || port > 65535) return bad();
+  return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+/// psych-remote is installed beside the launcher (libexec/psych/, in the build tree too), not in
+/// bin/, from where the library looks (../libexec/psych/): like a program built against the
+/// package, it tells the library where the launcher is. PSYCH_LAUNCHER and launcher_path still
+/// come first.
+void register_launcher_beside_self() {
+  static const std::string launcher = [] {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : (self.parent_path() / PSYCH_LAUNCHER_NAME).string();
+  }();
+  if (!launcher.empty()) register_package_launcher(launcher.c_str());
+}
+
+int serve(const serve_command& given) {
+  auto options = sandbox_options(given.config_path, given.allow_same_uid);
+  if (!options) return fail_usage(options.error());
+  if (!given.backend.empty()) options.value().backend = given.backend;
+  if (options.value().backend == "linux-namespaces") options.value().isolation = isolation_level::isolated;
+  auto listen = listen_address(given.listen);
+  if (!listen) return fail_usage(listen.error());
+  auto backend = chosen_sandbox(options.value(), given.image, given.container_runtime);
+  if (!backend) return fail_usage(backend.error());
+  sandbox_service_options service{.listen_host = listen.value().first,
+                                  .port = listen.value().second,
+                                  .allow_insecure_http = given.allow_insecure_http,
+                                  .token_file = given.token_file,
+                                  .max_concurrent = given.max_concurrent,
+                                  .max_queued = given.max_queued,
+                                  .drain_seconds = given.drain_seconds};
+  if (!given.tls_cert.empty()) service.tls_cert_file = given.tls_cert;
+  if (!given.tls_key.empty()) service.tls_key_file = given.tls_key;
+
+  // Every thread the service starts inherits this mask, so the signals reach sigwait below only.
+  sigset_t signals{};
+  sigemptyset(&signals);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, signal);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto started = sandbox_service::start(std::move(backend).value(), std::move(service));
+  if (!started) return fail_usage(started.error());
+  auto& running = *started.value();
+  fmt::print(stderr, "psych serve: listening on {}://{}:{}\n", given.tls_cert.empty() ? "http" : "https",
+             listen.value().first, running.port());
+  std::fflush(stderr);
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal == SIGHUP) {
+      const auto reloaded = running.reload_tokens();
+      fmt::print(stderr, "psych serve: SIGHUP: {}\n", reloaded ? "tokens re-read" : reloaded.error().message());
+      std::fflush(stderr);
+      continue;
+    }
+    fmt::print(stderr, "psych serve: {}: draining\n", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    std::fflush(stderr);
+    running.shutdown();
+    fmt::print(stderr, "psych serve: stopped\n");
+    return completed;
+  }
+}
+
+}  // namespace
+
+int run_remote(const command& parsed, char**) {
+  register_launcher_beside_self();
+  if (const auto* run_it = std::get_if<run_command>(&parsed)) return run(*run_it, remote_backend);
+  if (const auto* describe_it = std::get_if<describe_command>(&parsed)) return describe(*describe_it, remote_backend);
+  return serve(std::get<serve_command>(parsed));
+}
+
+}  // namespace psych::cli
