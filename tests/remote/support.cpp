@@ -26,18 +26,6 @@ extern char** environ;
 
 namespace remote_test {
 
-temp_dir::temp_dir(const std::string& prefix, unsigned mode) {
-  std::string pattern = "/tmp/" + prefix + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
-  ::chmod(pattern.c_str(), mode);
-  path_ = pattern;
-}
-
-temp_dir::~temp_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 std::string fresh_token() {
   std::random_device device;
   std::string out = "tok-";

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "psych/host/remote_sandbox.hpp"
+#include "temp_dir.hpp"
 #include "psych/host/sandbox.hpp"
 #include "psych/host/sandbox_service.hpp"
 
@@ -27,19 +28,7 @@ namespace remote_test {
 /// The uid the service's children run as when this process is root.
 inline constexpr std::int64_t child_uid = 1'500'300;
 
-/// A directory under /tmp removed with everything in it when this object goes.
-class temp_dir {
- public:
-  explicit temp_dir(const std::string& prefix, unsigned mode = 0700);
-  ~temp_dir();
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using psych::testing::temp_dir;
 
 /// "tok-" and 32 random hex digits: distinctive enough to be searched for in everything psych says.
 std::string fresh_token();

@@ -112,18 +112,6 @@ std::string joined_words(const std::vector<std::string>& words) {
 
 }  // namespace
 
-scratch_dir::scratch_dir(const std::string& prefix, unsigned mode) {
-  std::string pattern = "/tmp/" + prefix + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
-  ::chmod(pattern.c_str(), mode);
-  path_ = pattern;
-}
-
-scratch_dir::~scratch_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 child::child(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
              const std::string& log) {
   posix_spawn_file_actions_t files;
@@ -298,7 +286,7 @@ std::string render_haproxy_config(const std::string& shipped, const std::string&
 std::unique_ptr<cluster> cluster::start(std::string* why, int drain_seconds) {
   std::unique_ptr<cluster> c(new cluster);
   // 0711: the replicas' children (another uid, as root) must reach their temp root inside it.
-  c->dir_ = std::make_unique<scratch_dir>("psych-scale", 0711);
+  c->dir_ = std::make_unique<temp_dir>("psych-scale", 0711);
   const auto& dir = *c->dir_;
 
   c->cert_ = dir.file("cert.pem");

@@ -14,20 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
+
 namespace scale_test {
 
-/// A directory under /tmp, removed with everything in it when this goes.
-class scratch_dir {
- public:
-  explicit scratch_dir(const std::string& prefix, unsigned mode = 0700);
-  ~scratch_dir();
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using psych::testing::temp_dir;
 
 /// One child process, its standard output and error appended to `log`. SIGKILLed and reaped when
 /// this goes, if it has not been reaped before; never a signal to anything but its pid.
@@ -121,7 +112,7 @@ class cluster {
 
  private:
   cluster() = default;
-  std::unique_ptr<scratch_dir> dir_;
+  std::unique_ptr<temp_dir> dir_;
   std::string cert_, client_token_, health_token_, rendered_;
   std::uint16_t haproxy_port_ = 0;
   std::vector<std::unique_ptr<replica>> replicas_;
