@@ -33,7 +33,9 @@
 
 #include "base64.hpp"
 #include "http_link.hpp"
+#include "prometheus_text.hpp"
 #include "psych/host/remote_protocol.hpp"
+#include "service_metrics.hpp"
 #include "service_tokens.hpp"
 
 namespace psych {
@@ -80,9 +82,9 @@ std::string utc_now() {
                      tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
-/// What a request's target names: one of the protocol's routes, and the execution it is about.
+/// What a request's target names: one of the service's routes, and the execution it is about.
 struct route {
-  enum class kind { describe, describe_fresh, execute, results, cancel } what = kind::describe;
+  enum class kind { describe, describe_fresh, metrics, execute, results, cancel } what = kind::describe;
   std::string execution_id;
 };
 
@@ -92,6 +94,7 @@ std::optional<route> route_of(std::string_view target) {
   // answer (what a health check reads).
   if (target == "/v1/describe") return route{route::kind::describe, {}};
   if (target == "/v1/describe?fresh=1") return route{route::kind::describe_fresh, {}};
+  if (target == "/metrics") return route{route::kind::metrics, {}};
   constexpr std::string_view prefix = "/v1/executions/";
   if (!target.starts_with(prefix)) return std::nullopt;
   std::string_view id = target.substr(prefix.size()), action;
@@ -104,6 +107,11 @@ std::optional<route> route_of(std::string_view target) {
   if (action == "results") return route{route::kind::results, std::string(id)};
   if (action == "cancel") return route{route::kind::cancel, std::string(id)};
   return std::nullopt;
+}
+
+/// The `error` code a refusal's answer carries: an oversized request is a bad request on the wire.
+std::string_view wire_code(service_refusal why) {
+  return why == service_refusal::too_large ? name_of(service_refusal::bad_request) : name_of(why);
 }
 
 std::string json_error(std::string_view code, std::string_view message) {
@@ -171,6 +179,7 @@ struct execution {
   asio::steady_timer wake;
   std::thread worker;
   std::optional<sandbox_result> result;
+  clock::time_point granted_at;  ///< when it took its slot and started
 };
 
 /// Limits beyond what the description's ceiling allows, in words; empty when within.
@@ -260,6 +269,22 @@ struct sandbox_service::impl {
     f(counters);
   }
 
+  sandbox_service_stats counted() const {
+    std::lock_guard lock(stats_mutex);
+    return counters;
+  }
+
+  /// A started execution's end: its outcome, the cap that ended it, how long it held its slot.
+  void count_finished(const execution& exec, std::optional<failure_kind> failed, std::optional<limit_name> limit) {
+    const double held = std::chrono::duration<double>(clock::now() - exec.granted_at).count();
+    count([&](auto& c) {
+      if (failed) ++c.finished_failed[*failed];
+      else ++c.finished_ok;
+      if (limit) ++c.limit_hits[*limit];
+      c.durations.observe(held);
+    });
+  }
+
   void log(const access_record& record) {
     const auto line = protocol::encode_json(record);
     if (options.access_log) options.access_log(line);
@@ -311,25 +336,34 @@ struct sandbox_service::impl {
     }
   }
 
+  void opened(beast::tcp_stream* connection) {
+    connections.insert(connection);
+    count([&](auto& c) { c.connections = connections.size(); });
+  }
+  void closed(beast::tcp_stream* connection) {
+    connections.erase(connection);
+    count([&](auto& c) { c.connections = connections.size(); });
+  }
+
   awaitable<void> serve(asio::ip::tcp::socket socket) {
     boost::system::error_code ec;
     const auto remote = socket.remote_endpoint(ec);
     const std::string peer = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
     beast::tcp_stream tcp(std::move(socket));
     if (!tls) {
-      connections.insert(&tcp);
+      opened(&tcp);
       co_await serve_requests(tcp, peer);
-      connections.erase(&tcp);
+      closed(&tcp);
       tcp.close();
       co_return;
     }
     tls_stream stream(std::move(tcp), *tls);
     auto& lowest_layer = beast::get_lowest_layer(stream);
-    connections.insert(&lowest_layer);
+    opened(&lowest_layer);
     lowest_layer.expires_after(millis(options.request_timeout_seconds));
     auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
     if (!handshake_ec) co_await serve_requests(stream, peer);
-    connections.erase(&lowest_layer);
+    closed(&lowest_layer);
     lowest_layer.close();
   }
 
@@ -348,8 +382,10 @@ struct sandbox_service::impl {
       auto [ec, n] = co_await http::async_read_header(stream, buffer, header, use_tuple);
       if (ec) {
         if (ec == http::error::header_limit) {
+          count([](auto& c) { ++c.refused[service_refusal::too_large]; });
           log({.time = utc_now(), .peer = peer, .status = 431, .outcome = "the request header is too large"});
-          co_await respond(stream, 431, json_error("bad_request", "the request header is too large"), false);
+          const auto code = wire_code(service_refusal::too_large);
+          co_await respond(stream, 431, json_error(code, "the request header is too large"), false);
         }
         co_return;
       }
@@ -368,9 +404,10 @@ struct sandbox_service::impl {
 
   template <class Stream>
   awaitable<bool> respond(Stream& stream, unsigned status, std::string body, bool keep_alive,
-                          std::optional<std::string> retry_after = std::nullopt) {
+                          std::optional<std::string> retry_after = std::nullopt,
+                          std::string_view content_type = "application/json") {
     http::response<http::string_body> response{static_cast<http::status>(status), 11};
-    response.set(http::field::content_type, "application/json");
+    response.set(http::field::content_type, content_type);
     response.set(http::field::cache_control, "no-store");
     if (status == 401) response.set(http::field::www_authenticate, "Bearer");
     if (retry_after) response.set(http::field::retry_after, *retry_after);
@@ -392,21 +429,35 @@ struct sandbox_service::impl {
       record.status = status;
       return respond(stream, status, std::move(body), keep && keep_alive);
     };
-    if (too_many_fields(request)) co_return co_await answer(431, json_error("bad_request", "too many header fields"));
+    const auto refuse = [&](service_refusal why, unsigned status, std::string_view message, bool keep = false) {
+      count([why](auto& c) { ++c.refused[why]; });
+      return answer(status, json_error(wire_code(why), message), keep);
+    };
+    using enum service_refusal;
+    if (too_many_fields(request)) co_return co_await refuse(too_large, 431, "too many header fields");
     const auto to = route_of(request.target());
-    if (!to) co_return co_await answer(404, json_error("not_found", "no such route"));
+    if (!to) co_return co_await refuse(not_found, 404, "no such route");
     using kind = route::kind;
-    const auto client = authenticate(request);
-    if (!client) {
-      count([](auto& c) { ++c.unauthorized; });
-      co_return co_await answer(401, json_error("unauthorized", "unauthorized"));
-    }
-    record.client = *client;
     const auto method = request.method();
-    if (to->what == kind::describe || to->what == kind::describe_fresh) {
-      if (method != http::verb::get) co_return co_await answer(405, json_error("bad_request", "use GET"));
+    // Served without a credential: a scraper then holds no token, which could run programs, and
+    // nothing in it is secret (docs/serve.md, "Metrics").
+    if (to->what == kind::metrics) {
+      if (method != http::verb::get) co_return co_await refuse(bad_request, 405, "use GET");
       if (request.has_content_length() || request.chunked())
-        co_return co_await answer(400, json_error("bad_request", "describe takes no body"));
+        co_return co_await refuse(bad_request, 400, "metrics takes no body");
+      auto text = service_metrics_text(counted(), {.max_concurrent = options.max_concurrent,
+                                                   .max_queued = options.max_queued,
+                                                   .max_connections = options.max_connections});
+      record.status = 200;
+      co_return co_await respond(stream, 200, std::move(text), keep_alive, std::nullopt, prometheus::content_type);
+    }
+    const auto client = authenticate(request);
+    if (!client) co_return co_await refuse(unauthorized, 401, "unauthorized");
+    record.client = *client;
+    if (to->what == kind::describe || to->what == kind::describe_fresh) {
+      if (method != http::verb::get) co_return co_await refuse(bad_request, 405, "use GET");
+      if (request.has_content_length() || request.chunked())
+        co_return co_await refuse(bad_request, 400, "describe takes no body");
       if (to->what == kind::describe_fresh) co_await probe_now();  // concurrent ones share one probe
       std::string json;
       {
@@ -415,7 +466,7 @@ struct sandbox_service::impl {
       }
       co_return co_await answer(200, std::move(json), true);
     }
-    if (method != http::verb::post) co_return co_await answer(405, json_error("bad_request", "use POST"));
+    if (method != http::verb::post) co_return co_await refuse(bad_request, 405, "use POST");
 
     const std::uint64_t limit = to->what == kind::execute   ? options.max_request_bytes
                                 : to->what == kind::results ? options.max_results_bytes
@@ -423,14 +474,14 @@ struct sandbox_service::impl {
     // A declared length is checked here (Beast's body parser never compares it with its limit); a
     // chunked body is checked by the parser as it arrives.
     if (const auto declared = header.content_length(); declared && *declared > limit)
-      co_return co_await answer(413, json_error("bad_request", fmt::format("the body is over {} bytes", limit)));
+      co_return co_await refuse(too_large, 413, fmt::format("the body is over {} bytes", limit));
     http::request_parser<http::string_body> body(std::move(header));
     body.body_limit(limit);
     lowest(stream).expires_after(millis(options.request_timeout_seconds));
     auto [ec, n] = co_await http::async_read(stream, buffer, body, use_tuple);
     if (ec) {
       if (ec == http::error::body_limit)
-        co_return co_await answer(413, json_error("bad_request", fmt::format("the body is over {} bytes", limit)));
+        co_return co_await refuse(too_large, 413, fmt::format("the body is over {} bytes", limit));
       record.status = 0;
       record.outcome = "the request did not arrive: " + ec.message();
       co_return false;
@@ -438,15 +489,15 @@ struct sandbox_service::impl {
     if (to->what == kind::cancel) {
       // Somebody else's execution and one that does not exist get the same answer, body included.
       if (!cancel(to->execution_id, *client))
-        co_return co_await answer(404, json_error("not_found", "no such execution is running"), true);
+        co_return co_await refuse(not_found, 404, "no such execution is running", true);
       co_return co_await answer(200, "{}", true);
     }
     if (to->what == kind::results) {
       const auto delivered = deliver(to->execution_id, *client, body.get().body());
       if (!delivered) {
         const bool missing = delivered.error().kind == error_kind::invalid_argument;
-        co_return co_await answer(missing ? 404 : 400, json_error(missing ? "not_found" : "bad_request",
-                                                                  delivered.error().message()));
+        co_return co_await refuse(missing ? not_found : bad_request, missing ? 404 : 400,
+                                  delivered.error().message());
       }
       co_return co_await answer(200, fmt::format(R"({{"delivered":{}}})", delivered.value()), true);
     }
@@ -544,28 +595,33 @@ struct sandbox_service::impl {
   template <class Stream>
   awaitable<void> execute(Stream& stream, const std::string& id, const std::string& client, std::string_view body,
                           access_record& record) {
-    const auto refuse_http = [&](unsigned status, std::string code, std::string message,
+    using why = service_refusal;  // (`using enum` would hide the member shutting_down)
+    const auto refuse_http = [&](why reason, unsigned status, std::string message,
                                  std::optional<std::string> retry = std::nullopt) -> awaitable<void> {
+      count([reason](auto& c) { ++c.refused[reason]; });
       record.status = status;
-      record.outcome = code;
-      co_await respond(stream, status, json_error(code, message), false, std::move(retry));
+      record.outcome = name_of(reason);
+      co_await respond(stream, status, json_error(wire_code(reason), message), false, std::move(retry));
     };
     auto decoded = protocol::decode_json<remote::execution_request>(body, {.max_bytes = options.max_request_bytes});
-    if (!decoded) co_return co_await refuse_http(400, "bad_request", "the execution request: " + decoded.error().message());
+    if (!decoded)
+      co_return co_await refuse_http(why::bad_request, 400, "the execution request: " + decoded.error().message());
     auto request = std::move(decoded).value();
     record.tenant = request.tenant.substr(0, 100);
     if (request.version != remote::protocol_version)
-      co_return co_await refuse_http(400, "bad_request",
+      co_return co_await refuse_http(why::bad_request, 400,
                                      fmt::format("this service speaks {}", remote::protocol_version));
     if (auto valid = validate_limits(request.terms.limits); !valid)
-      co_return co_await refuse_http(400, "bad_request", valid.error().message());
+      co_return co_await refuse_http(why::bad_request, 400, valid.error().message());
     if (executions.contains(id) || recent_ids.contains(id))
-      co_return co_await refuse_http(409, "duplicate", "this execution id was already used: an execution never runs twice");
-    if (shutting_down) co_return co_await refuse_http(503, "shutting_down", "the service is shutting down", "5");
+      co_return co_await refuse_http(why::duplicate, 409,
+                                     "this execution id was already used: an execution never runs twice");
+    if (shutting_down)
+      co_return co_await refuse_http(why::shutting_down, 503, "the service is shutting down", "5");
 
     // Refuse before running: terms this backend cannot meet are answered with an error frame.
     if (auto unmet = unmet_terms(current_description(), request.terms)) {
-      count([](auto& c) { ++c.refused_terms; });
+      count([](auto& c) { ++c.refused[why::terms_unmet]; });
       record.outcome = "refused:" + unmet->message.substr(0, 80);
       co_await stream_single(stream, *unmet, record);
       co_return;
@@ -581,8 +637,7 @@ struct sandbox_service::impl {
     } else if (waiting.size() < options.max_queued) {
       waiting.push_back(exec);
     } else {
-      count([](auto& c) { ++c.refused_busy; });
-      co_return co_await refuse_http(503, "busy", "every execution slot and the queue are full", "1");
+      co_return co_await refuse_http(why::busy, 503, "every execution slot and the queue are full", "1");
     }
     executions.emplace(id, exec);
     count([&](auto& c) {
@@ -596,6 +651,10 @@ struct sandbox_service::impl {
     if (exec->state == execution::phase::queued) {
       std::erase(waiting, exec);
       forget(exec);
+      count([&](auto& c) {
+        if (exec->cancel_requested) ++c.cancelled_in_queue;
+        else ++c.refused[why::shutting_down];
+      });
       record.outcome = exec->cancel_requested ? "cancelled" : "shutting_down";
       co_await stream_single(stream,
                              remote::error_frame{.code = record.outcome,
@@ -608,6 +667,7 @@ struct sandbox_service::impl {
     }
 
     // The slot is held: from here every path releases it, once the worker is done.
+    exec->granted_at = clock::now();
     count([](auto& c) { ++c.executions_started; });
     co_await stream_execution(stream, exec, std::move(request), record);
     if (!exec->slot_released) release_slot();
@@ -660,6 +720,7 @@ struct sandbox_service::impl {
     if (!started || exec->cancel_requested) {
       record.outcome = started ? "cancelled" : "the client went away before the program was sent";
       count([](auto& c) { ++c.executions_cancelled; });
+      count_finished(*exec, failure_kind::cancelled, std::nullopt);
       if (started) {
         remote::execution_outcome none;
         none.cancelled = true;
@@ -720,7 +781,8 @@ struct sandbox_service::impl {
         if (exec->relay) exec->relay->end();
         record.outcome = exec->result->failure ? std::string(name_of(exec->result->failure->kind)) : "ok";
         if (exec->result->cancelled || exec->client_gone) count([](auto& c) { ++c.executions_cancelled; });
-        count([](auto& c) { ++c.executions_finished; });
+        count_finished(*exec, exec->result->failure ? std::optional(exec->result->failure->kind) : std::nullopt,
+                       exec->result->limit_hit);
         frame_result(*exec->result, exec->outbox);
         framed = true;
         continue;
@@ -789,6 +851,8 @@ result<std::unique_ptr<sandbox_service>> sandbox_service::start(std::unique_ptr<
                                options.listen_host));
   auto state = std::make_unique<impl>(std::move(backend), std::move(options));
   state->tokens = std::move(tokens).value();
+  state->counters.start_time_seconds =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto& o = state->options;
   if (tls) {
     state->tls = tls_context(asio::ssl::context::tls_server);
@@ -864,9 +928,6 @@ void sandbox_service::shutdown() {
   });
 }
 
-sandbox_service_stats sandbox_service::stats() const {
-  std::lock_guard lock(impl_->stats_mutex);
-  return impl_->counters;
-}
+sandbox_service_stats sandbox_service::stats() const { return impl_->counted(); }
 
 }  // namespace psych

@@ -330,7 +330,7 @@ TEST_CASE("hostile client: a wrong credential is 401 with one body, whatever is 
   REQUIRE(ok);
   CHECK(ok->status == 200);
   const auto stats = s->service->stats();
-  CHECK(stats.unauthorized == static_cast<std::uint64_t>(attempts));
+  CHECK(stats.refused[psych::service_refusal::unauthorized] == static_cast<std::uint64_t>(attempts));
   CHECK(stats.executions_started == 0);
   for (const auto& line : s->log->lines()) CHECK(line.find(token) == std::string::npos);
   check_nothing_left(*s->service);
@@ -376,7 +376,7 @@ TEST_CASE("hostile client: another credential cannot cancel (or answer) an execu
   CHECK(r.stdout_data == "done\n");
   const auto stats = s->service->stats();
   CHECK(stats.executions_cancelled == 0);
-  CHECK(stats.executions_finished == 1);
+  CHECK(stats.executions_finished() == 1);
   check_nothing_left(*s->service);
 }
 

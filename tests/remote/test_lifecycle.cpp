@@ -35,7 +35,7 @@ TEST_CASE("lifecycle: the service's own wall clock ends a busy loop (timeout)") 
   CHECK(took < 15);
   CHECK(r.isolation == psych::isolation_level::process);
   CHECK(eventually([&] { return s->service->stats().running == 0; }, std::chrono::seconds(5)));
-  CHECK(s->service->stats().executions_finished == 1);
+  CHECK(s->service->stats().executions_finished() == 1);
   check_no_children_left();
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("lifecycle: beyond max_concurrent a request waits in the queue; beyond
   CHECK(one.value->text == "1");
   CHECK(two.value->text == "2");  // the queued one ran once the slot was free
   const auto stats = s->service->stats();
-  CHECK(stats.refused_busy == 1);
+  CHECK(stats.refused[psych::service_refusal::busy] == 1);
   CHECK(stats.executions_started == 2);  // the third never started
   CHECK(stats.running == 0);
   CHECK(stats.queued == 0);

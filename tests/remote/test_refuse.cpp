@@ -145,7 +145,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
   // Nothing ran: nothing started (and the single frame above carried no `call`).
   auto stats = s->service->stats();
   CHECK(stats.executions_started == 0);
-  CHECK(stats.refused_terms == 1);
+  CHECK(stats.refused[psych::service_refusal::terms_unmet] == 1);
 
   // The control: the same program within the terms does make its call, so the absence above means
   // it did not run, not that it could not have.

@@ -1,7 +1,8 @@
 #pragma once
 // The reference sandbox service (`psych serve`): runs executions sent over the remote protocol
 // (docs/remote-protocol.md) on one local backend, relaying each program's calls back to the client
-// that sent it. docs/serve.md says how to run it and what it promises.
+// that sent it. docs/serve.md says how to run it and what it promises, and what its GET /metrics
+// tells an operator.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "psych/host/sandbox.hpp"
+#include "psych/host/service_stats.hpp"
 #include "psych/result.hpp"
 
 namespace psych {
@@ -46,18 +48,6 @@ struct sandbox_service_options {
   std::function<void(std::string_view)> access_log;
 };
 
-/// What the service has done since it started, for tests and an operator.
-struct sandbox_service_stats {
-  std::uint64_t executions_started = 0;
-  std::uint64_t executions_finished = 0;
-  std::uint64_t executions_cancelled = 0;
-  std::uint64_t refused_terms = 0;  ///< answered terms_unmet before anything ran
-  std::uint64_t refused_busy = 0;   ///< answered 503
-  std::uint64_t unauthorized = 0;
-  std::uint64_t running = 0;
-  std::uint64_t queued = 0;
-};
-
 class sandbox_service {
  public:
   /// Probes the backend (describe()), reads the tokens, binds and starts serving on a thread of
@@ -74,6 +64,7 @@ class sandbox_service {
   /// rest (each client's `done` says cancelled), answers queued ones `shutting_down`, closes every
   /// connection. Returns once every execution has ended.
   void shutdown();
+  /// The counts GET /metrics renders.
   sandbox_service_stats stats() const;
 
   struct impl;
