@@ -106,8 +106,10 @@ class cluster {
   /// Restarts replica `index` on its old port (HAProxy's configuration names it).
   bool restart(int index, std::string* why);
 
-  /// The uids the replicas' executions run as, when this process is root.
-  static constexpr std::int64_t first_uid = 1'500'500;
+  /// The uids the replicas' executions run as, when this process is root: outside the default
+  /// run_as_range (1500000-1501023), whose lock files (another directory) other tests running
+  /// beside this one take their uids by, so no uid is ever held by two allocators at once.
+  static constexpr std::int64_t first_uid = 1'510'000;
   static constexpr std::int64_t uid_count = 24;
 
  private:
