@@ -249,44 +249,39 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_fo
       out.dirty_tail = true;
       return std::move(out);
     };
-    if (size - at < header_bytes) {
-      if (format == log_format::v3) return stop_v3("a short header");
-      break;  // torn: a short header
-    }
+    // Why the record at `at` is not whole and checked, and whether format 2 reads that as a torn
+    // write. Format 2: a crash leaves a prefix of real bytes, so a whole header is exactly what the
+    // writer wrote: disagreeing length fields, or a length over the cap the writer keeps, are
+    // damage even at the tail; only once the length is trusted may a payload past end of file, or
+    // a CRC mismatch in the file's last bytes, mean a torn write.
+    struct fault {
+      std::string why;
+      bool torn_in_v2;
+    };
+    const auto stop = [&](const fault& bad) -> result<scanned> {
+      if (format == log_format::v3) return stop_v3(bad.why);
+      if (bad.torn_in_v2) return std::move(out);
+      return corrupt(bad.why);
+    };
+    if (size - at < header_bytes) return stop({"a short header", true});
     std::array<unsigned char, 20> bytes{};
     PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(bytes.data()), header_bytes, at));
     const record_header header = parse_header(format, bytes.data());
-    // Format 2: a crash leaves a prefix of real bytes, so a whole header is exactly what the
-    // writer wrote: disagreeing length fields, or a length over the cap the writer keeps, are
-    // damage even at the tail. Only once the length is trusted may a payload past end of file
-    // mean a torn write.
-    if (header.complement != static_cast<std::uint32_t>(~header.length)) {
-      const auto why = fmt::format("length field {:08x} and its complement {:08x} disagree", header.length,
-                                   header.complement);
-      if (format == log_format::v3) return stop_v3(why);
-      return corrupt(why);
-    }
-    if (header.length > max_payload_bytes) {
-      const auto why = fmt::format("length {} exceeds the {}-byte record cap", header.length, max_payload_bytes);
-      if (format == log_format::v3) return stop_v3(why);
-      return corrupt(why);
-    }
+    if (header.complement != static_cast<std::uint32_t>(~header.length))
+      return stop({fmt::format("length field {:08x} and its complement {:08x} disagree", header.length,
+                               header.complement),
+                   false});
+    if (header.length > max_payload_bytes)
+      return stop({fmt::format("length {} exceeds the {}-byte record cap", header.length, max_payload_bytes), false});
     const std::uint64_t end = at + header_bytes + header.length;
-    if (end > size) {
-      if (format == log_format::v3) return stop_v3("the payload runs past end of file");
-      break;  // torn: a short payload
-    }
+    if (end > size) return stop({"the payload runs past end of file", true});
     payload.resize(header.length);
     PSYCH_TRY(read_at(fd, path, payload.data(), header.length, at + header_bytes));
-    if (const std::uint32_t actual = crc_of(format, payload, header.durable); actual != header.crc) {
-      const auto why = fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", header.crc, actual);
-      if (format == log_format::v3) return stop_v3(why);
-      if (end == size) break;  // torn: the last record, partly written
-      return corrupt(why);
-    }
+    if (const std::uint32_t actual = crc_of(format, payload, header.durable); actual != header.crc)
+      return stop({fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", header.crc, actual), end == size});
+    if (header.durable > at) return corrupt(fmt::format("it says bytes up to {} were durable before it", header.durable));
     // A record whose CRC holds is exactly what some writer meant, so failing to decode it is never
     // a torn write: dropping it could silently discard what a newer writer recorded.
-    if (header.durable > at) return corrupt(fmt::format("it says bytes up to {} were durable before it", header.durable));
     auto record = decode_payload(payload);
     if (!record) return corrupt(record.error().message());
     out.records.push_back(std::move(record).value());

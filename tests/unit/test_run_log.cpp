@@ -114,7 +114,7 @@ void flip_byte(const std::string& path, std::uint64_t offset) {
   REQUIRE(file.good());
 }
 
-std::string read_all(const std::string& path) {
+std::string contents_of(const std::string& path) {
   std::ifstream file{path, std::ios::binary};
   return {std::istreambuf_iterator<char>{file}, {}};
 }
@@ -225,8 +225,7 @@ TEST_CASE("run log: an output_preserved record is the documented JSON, and a log
     CHECK(records_of(*log) == std::vector<run_log_record>{call_started{"c1", "", "search", 42}});
     append(*log, output_preserved{"x1", "stdout", 20000});
   }
-  std::ifstream file{path, std::ios::binary};
-  const std::string bytes{std::istreambuf_iterator<char>{file}, {}};
+  const std::string bytes = contents_of(path);
   CHECK(bytes.find(R"({"type":"output_preserved","execution_id":"x1","item":"stdout","bytes":20000})") !=
         std::string::npos);
   const auto records = records_of(*open_log(path));
@@ -238,8 +237,7 @@ TEST_CASE("run log: value_json is stored as a JSON string, never spliced") {
   const run_log_dir dir;
   const auto path = dir.file("run.log");
   append(*open_log(path), call_finished{"c1", "ok", 1, 1, 1, R"({"x":1})"});
-  std::ifstream file{path, std::ios::binary};
-  const std::string bytes{std::istreambuf_iterator<char>{file}, {}};
+  const std::string bytes = contents_of(path);
   CHECK(bytes.find(R"("value_json":"{\"x\":1}")") != std::string::npos);
 }
 
@@ -623,8 +621,8 @@ TEST_CASE("run log: fsync per record, the benchmark's baseline, syncs every reco
   write_all(dir.file("group.log"), file_run_log_sync::group);
   CHECK(fdatasyncs == before + 4);
   // The baseline stands for the log before format 3: appends that grow the file.
-  CHECK(read_all(dir.file("baseline.log")).starts_with("PSYCHRL2"));
-  CHECK(read_all(dir.file("group.log")).starts_with("PSYCHRL3"));
+  CHECK(contents_of(dir.file("baseline.log")).starts_with("PSYCHRL2"));
+  CHECK(contents_of(dir.file("group.log")).starts_with("PSYCHRL3"));
   CHECK(records_of(*open_log(dir.file("baseline.log"))) == records);
   CHECK(records_of(*open_log(dir.file("group.log"))) == records);
 }
@@ -648,11 +646,6 @@ pid_t spawn_crash_worker(std::vector<std::string> args, const std::string& outpu
   const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   return spawned == 0 ? pid : -1;
-}
-
-std::string contents_of(const std::string& path) {
-  std::ifstream file{path, std::ios::binary};
-  return {std::istreambuf_iterator<char>(file), {}};
 }
 
 std::vector<std::string> lines_of(const std::string& path) {
@@ -865,7 +858,7 @@ TEST_CASE("run log format 3: records go into a zero tail, and a closed log keeps
     append(*log, started("c1"));
     REQUIRE(log->append_deferred(finished("c1")));
     append(*log, started("c2"));
-    const auto bytes = read_all(path);
+    const auto bytes = contents_of(path);
     CHECK(bytes.starts_with("PSYCHRL3"));
     const auto ends = v3_record_ends(bytes);
     REQUIRE(ends.size() == 3);
@@ -898,7 +891,7 @@ TEST_CASE("run log format 3: the tail grows in the write of the record that reac
       CHECK(size_of(path) % (64u << 10) == 0);
     }
     REQUIRE(log->sync());
-    const auto bytes = read_all(path);
+    const auto bytes = contents_of(path);
     const auto ends = v3_record_ends(bytes);
     REQUIRE(ends.size() == written.size());
     CHECK(bytes.size() > (128u << 10));
@@ -935,7 +928,7 @@ TEST_CASE("run log format 3: damage that a later record proves was durable is co
     append(*log, finished("c1"));
     append(*log, started("c2"));
   }
-  const auto ends = v3_record_ends(read_all(path));
+  const auto ends = v3_record_ends(contents_of(path));
   REQUIRE(ends.size() == 3);
   SUBCASE("a flipped byte in the first record") {
     flip_byte(path, magic_bytes + v3_header_bytes + 3);
@@ -943,7 +936,7 @@ TEST_CASE("run log format 3: damage that a later record proves was durable is co
     check_corrupt(path, "yet the record at offset " + std::to_string(ends[0]) + " was written after it was durable");
   }
   SUBCASE("the first record's header zeroed") {
-    write_raw(path, read_all(path).replace(magic_bytes, v3_header_bytes, v3_header_bytes, '\0'));
+    write_raw(path, contents_of(path).replace(magic_bytes, v3_header_bytes, v3_header_bytes, '\0'));
     check_corrupt(path, "record 1 at offset 8: length field 00000000 and its complement 00000000 disagree, yet");
   }
   SUBCASE("a flipped byte in the second record") {
@@ -955,7 +948,7 @@ TEST_CASE("run log format 3: damage that a later record proves was durable is co
     {
       auto log = open_log(path);
       CHECK(records_of(*log) == std::vector<run_log_record>{started("c1"), finished("c1")});
-      CHECK(zeros_from(read_all(path), ends[1]));  // what was left of it is tail again
+      CHECK(zeros_from(contents_of(path), ends[1]));  // what was left of it is tail again
       append(*log, started("c9"));
     }
     CHECK(records_of(*open_log(path)) == std::vector<run_log_record>{started("c1"), finished("c1"), started("c9")});
@@ -992,7 +985,7 @@ TEST_CASE("run log format 3: after a simulated machine crash every durable recor
           REQUIRE(log->append_deferred(written.back()));
         }
       }
-      image = read_all(path);  // as the kernel holds it; the log is still open, its tail unsynced
+      image = contents_of(path);  // as the kernel holds it; the log is still open, its tail unsynced
     }
     const auto ends = v3_record_ends(image);
     REQUIRE(ends.size() == written.size());
@@ -1011,7 +1004,7 @@ TEST_CASE("run log format 3: after a simulated machine crash every durable recor
       REQUIRE(read.size() >= durable_records);
       REQUIRE(read.size() <= written.size());
       CHECK(std::equal(read.begin(), read.end(), written.begin()));
-      const auto reopened_bytes = read_all(crashed);
+      const auto reopened_bytes = contents_of(crashed);
       CHECK(zeros_from(reopened_bytes, v3_record_ends(reopened_bytes).empty() ? magic_bytes
                                                                                : v3_record_ends(reopened_bytes).back()));
       append(*log.value(), started("after"));
@@ -1029,7 +1022,7 @@ TEST_CASE("run log format 3: a format 2 log stays format 2, appended to at its e
     auto log = open_log(path);
     append(*log, finished("c2"));
   }
-  const auto bytes = read_all(path);
+  const auto bytes = contents_of(path);
   CHECK(bytes.starts_with("PSYCHRL2"));
   CHECK(bytes.size() == ends[2] + (ends[1] - ends[0]));  // one more record of finished("c1")'s size, no tail
   CHECK(records_of(*open_log(path)).size() == 4);
