@@ -6,9 +6,8 @@
 #include <signal.h>
 
 #include <charconv>
-#include <cstdio>
-#include <filesystem>
 #include <system_error>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -48,19 +47,6 @@ result<std::pair<std::string, std::uint16_t>> listen_address(const std::string& 
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
   if (ec != std::errc{} || end != digits.data() + digits.size() || port > 65535) return bad();
   return std::pair{host, static_cast<std::uint16_t>(port)};
-}
-
-/// psych-remote is installed beside the launcher (libexec/psych/, in the build tree too), not in
-/// bin/, from where the library looks (../libexec/psych/): like a program built against the
-/// package, it tells the library where the launcher is. PSYCH_LAUNCHER and launcher_path still
-/// come first.
-void register_launcher_beside_self() {
-  static const std::string launcher = [] {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string() : (self.parent_path() / PSYCH_LAUNCHER_NAME).string();
-  }();
-  if (!launcher.empty()) register_package_launcher(launcher.c_str());
 }
 
 int serve(const serve_command& given) {
@@ -113,7 +99,6 @@ int serve(const serve_command& given) {
 }  // namespace
 
 int run_remote(const command& parsed, char**) {
-  register_launcher_beside_self();
   if (const auto* run_it = std::get_if<run_command>(&parsed)) return run(*run_it, remote_backend);
   if (const auto* describe_it = std::get_if<describe_command>(&parsed)) return describe(*describe_it, remote_backend);
   return serve(std::get<serve_command>(parsed));

@@ -34,12 +34,15 @@ namespace {
 /// A string literal (static storage) from the including program; see register_package_launcher.
 std::atomic<const char*> package_launcher{nullptr};
 
-/// The launcher an installed executable has beside it: bin/psych finds libexec/psych/….
-std::optional<std::string> launcher_beside_executable() {
+/// The launchers an installed executable may have beside it: bin/psych finds libexec/psych/…, and
+/// an executable installed in libexec/psych/ itself (psych-remote) the one in its own directory.
+std::vector<std::string> launchers_beside_executable() {
   std::error_code ec;
   const auto executable = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::nullopt;
-  return (executable.parent_path() / PSYCH_LAUNCHER_BESIDE_BIN).lexically_normal().string();
+  if (ec) return {};
+  const std::filesystem::path from_bin = PSYCH_LAUNCHER_BESIDE_BIN;
+  return {(executable.parent_path() / from_bin).lexically_normal().string(),
+          (executable.parent_path() / from_bin.filename()).string()};
 }
 
 constexpr const char* process_backend = "linux-process";
@@ -362,7 +365,7 @@ result<std::string> find_launcher(const std::optional<std::string>& explicit_pat
   else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
   else {
     if (const char* packaged = package_launcher.load(); packaged && *packaged) candidates.emplace_back(packaged);
-    if (auto beside = launcher_beside_executable()) candidates.push_back(std::move(*beside));
+    for (auto& beside : launchers_beside_executable()) candidates.push_back(std::move(beside));
   }
   for (const auto& path : candidates)
     if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
