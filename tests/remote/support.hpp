@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "psych/host/remote_sandbox.hpp"
+#include "service_kit.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/sandbox.hpp"
 #include "psych/host/sandbox_service.hpp"
@@ -30,35 +31,11 @@ inline constexpr std::int64_t child_uid = 1'500'300;
 
 using psych::testing::temp_dir;
 
-/// "tok-" and 32 random hex digits: distinctive enough to be searched for in everything psych says.
-std::string fresh_token();
-void write_file(const std::string& path, const std::string& text, unsigned mode = 0600);
-std::string read_file(const std::string& path);
-
-/// A self-signed certificate for 127.0.0.1 and localhost, made once per run with the openssl CLI in
-/// a temp dir removed at exit; nullopt (with why) when openssl is missing or fails.
-struct certificate {
-  std::string cert, key;
-};
-const certificate* test_certificate(std::string* why);
-/// Another one, for "the service's certificate does not chain to the configured CA".
-const certificate* other_certificate(std::string* why);
-/// test_certificate(), or null with the case reported as skipped (at `where`, the caller's line).
-const certificate* certificate_or_skip(std::source_location where = std::source_location::current());
-
 /// The root the service's children make their directories in (0711, removed at exit).
 const std::string& children_root();
 
 /// A process-level local backend whose children run as child_uid (as root) or as this process.
 std::unique_ptr<psych::sandbox> local_backend();
-
-/// What a process printed, and how it ended.
-struct process_output {
-  int exit_code = -1;  ///< -1: killed at the time bound, or it could not start
-  std::string output;  ///< standard output and standard error, interleaved
-  bool timed_out = false;
-};
-process_output run_process(const std::vector<std::string>& argv, std::chrono::milliseconds limit);
 
 /// The counts psych_fake_service writes after each request.
 struct fake_counts {

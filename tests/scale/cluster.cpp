@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -24,33 +23,13 @@
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
+#include "service_kit.hpp"
+
 namespace scale_test {
 namespace {
 
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream all;
-  all << in.rdbuf();
-  return all.str();
-}
-
-void write_text(const std::string& path, const std::string& text, unsigned mode = 0600) {
-  {
-    std::ofstream out(path, std::ios::trunc | std::ios::binary);
-    out << text;
-  }
-  ::chmod(path.c_str(), mode);
-}
-
-std::string random_hex(int digits) {
-  std::random_device device;
-  std::string out;
-  for (int i = 0; i < digits; ++i) out.push_back("0123456789abcdef"[device() % 16]);
-  return out;
-}
 
 /// A port nothing listens on now (the kernel's pick for a socket bound to port 0, then closed).
 std::uint16_t free_port() {
@@ -181,11 +160,11 @@ replica::replica(std::string name, std::string dir) : name_(std::move(name)), di
 
 bool replica::start(std::uint16_t port, std::string* why) {
   process_.kill_now();
-  const auto offset = read_text(log_).size();  // a restart appends to the same log
+  const auto offset = remote_test::read_file(log_).size();  // a restart appends to the same log
   process_ = child({PSYCH_CLI, "serve", "--listen", fmt::format("127.0.0.1:{}", port), "--token-file",
                     dir_ + "/tokens", "--backend", "linux-process", "--config", dir_ + "/config.json",
                     "--max-concurrent", std::to_string(cluster::max_concurrent), "--drain-seconds",
-                    read_text(dir_ + "/drain-seconds")},
+                    remote_test::read_file(dir_ + "/drain-seconds")},
                    {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, log_);
   if (!process_.running()) {
     *why = fmt::format("{}: posix_spawn({}) failed", name_, PSYCH_CLI);
@@ -194,7 +173,7 @@ bool replica::start(std::uint16_t port, std::string* why) {
   constexpr std::string_view listening = "psych serve: listening on http://127.0.0.1:";
   const auto until = clock::now() + 30s;
   while (clock::now() < until) {
-    const auto text = read_text(log_).substr(offset);
+    const auto text = remote_test::read_file(log_).substr(offset);
     if (const auto at = text.find(listening); at != std::string::npos && text.find('\n', at) != std::string::npos) {
       port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + listening.size()));
       return true;
@@ -202,13 +181,13 @@ bool replica::start(std::uint16_t port, std::string* why) {
     if (process_.wait(0ms)) break;
     std::this_thread::sleep_for(50ms);
   }
-  *why = fmt::format("{} did not start listening: {}", name_, read_text(log_).substr(offset, 600));
+  *why = fmt::format("{} did not start listening: {}", name_, remote_test::read_file(log_).substr(offset, 600));
   return false;
 }
 
 std::vector<access_line> replica::access_log() const {
   std::vector<access_line> lines;
-  std::istringstream in(read_text(log_));
+  std::istringstream in(remote_test::read_file(log_));
   for (std::string line; std::getline(in, line);) {
     if (!line.starts_with("{")) continue;
     rapidjson::Document json;
@@ -289,30 +268,21 @@ std::unique_ptr<cluster> cluster::start(std::string* why, int drain_seconds) {
   c->dir_ = std::make_unique<temp_dir>("psych-scale", 0711);
   const auto& dir = *c->dir_;
 
-  c->cert_ = dir.file("cert.pem");
-  const auto key = dir.file("key.pem");
-  {
-    child openssl({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                   "-nodes", "-keyout", key, "-out", c->cert_, "-subj", "/CN=localhost", "-addext",
-                   "subjectAltName=IP:127.0.0.1,DNS:localhost", "-days", "1"},
-                  {"PATH=/usr/bin:/bin"}, dir.file("openssl.log"));
-    if (openssl.wait(30s) != 0) {
-      *why = "the openssl CLI could not make a test certificate: " + read_text(dir.file("openssl.log")).substr(0, 300);
-      return nullptr;
-    }
-  }
+  const auto* tls = remote_test::test_certificate(why);
+  if (!tls) return nullptr;
+  c->cert_ = tls->cert;
   const auto pem = dir.file("haproxy.pem");  // HAProxy's crt: the chain, then the key
-  write_text(pem, read_text(c->cert_) + read_text(key));
+  remote_test::write_file(pem, remote_test::read_file(tls->cert) + remote_test::read_file(tls->key));
 
-  c->client_token_ = "tok-" + random_hex(32);
-  c->health_token_ = "tok-" + random_hex(32);
-  write_text(dir.file("tokens"), "client " + c->client_token_ + "\nhaproxy " + c->health_token_ + "\n");
-  write_text(dir.file("drain-seconds"), std::to_string(drain_seconds));
+  c->client_token_ = remote_test::fresh_token();
+  c->health_token_ = remote_test::fresh_token();
+  remote_test::write_file(dir.file("tokens"), "client " + c->client_token_ + "\nhaproxy " + c->health_token_ + "\n");
+  remote_test::write_file(dir.file("drain-seconds"), std::to_string(drain_seconds));
   std::filesystem::create_directory(dir.file("children"));
   ::chmod(dir.file("children").c_str(), 0711);
   // As root, every execution has a uid of its own from one range the three replicas share, kept
   // apart by the lock files in one directory (docs/isolated-backend.md), as on one real host.
-  write_text(dir.file("config.json"),
+  remote_test::write_file(dir.file("config.json"),
              ::geteuid() == 0
                  ? fmt::format(R"({{"run_as_range": {{"first": {}, "count": {}, "lock_dir": "{}"}}, "temp_root": "{}"}})",
                                first_uid, uid_count, dir.file("uids"), dir.file("children"))
@@ -331,10 +301,10 @@ std::unique_ptr<cluster> cluster::start(std::string* why, int drain_seconds) {
     return nullptr;
   }
   c->haproxy_port_ = free_port();
-  c->rendered_ = render_haproxy_config(read_text(PSYCH_HAPROXY_CONFIG), dir.file("admin.sock"),
+  c->rendered_ = render_haproxy_config(remote_test::read_file(PSYCH_HAPROXY_CONFIG), dir.file("admin.sock"),
                                        fmt::format("127.0.0.1:{}", c->haproxy_port_), pem, servers, why);
   if (c->rendered_.empty()) return nullptr;
-  write_text(dir.file("haproxy.cfg"), c->rendered_);
+  remote_test::write_file(dir.file("haproxy.cfg"), c->rendered_);
   c->haproxy_ = child({"/usr/sbin/haproxy", "-f", dir.file("haproxy.cfg"), "-db"},
                       {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "PSYCH_HEALTH_TOKEN=" + c->health_token_},
                       dir.file("haproxy.log"));
@@ -350,7 +320,7 @@ std::unique_ptr<cluster> cluster::start(std::string* why, int drain_seconds) {
     if (c->haproxy_.wait(0ms)) break;
   }
   if (!up) {
-    *why = "HAProxy did not see every replica up within 30 s: " + read_text(dir.file("haproxy.log")).substr(0, 1500);
+    *why = "HAProxy did not see every replica up within 30 s: " + remote_test::read_file(dir.file("haproxy.log")).substr(0, 1500);
     return nullptr;
   }
   return c;
