@@ -217,6 +217,9 @@ void add_serve_options(CLI::App& app, serve_command& serve) {
       ->required();
   app.add_flag("--allow-insecure-http", serve.allow_insecure_http,
                "without --tls-cert: serve plaintext on an address that is not loopback");
+  app.add_option("--trusted-proxy", serve.trusted_proxies,
+                 "a load balancer's address: its X-Forwarded-For is logged as forwarded_for; repeatable")
+      ->type_name("ADDRESS");
   add_converted(app, "--max-concurrent", "N", count_into(serve.max_concurrent, false),
                 "executions running at once (default 4)");
   app.add_option("--max-queued", serve.max_queued,
@@ -240,6 +243,7 @@ constexpr const char* serve_footer =
     "Runs executions sent by psych run --remote (or any remote_sandbox) on one local backend; the programs' tool\n"
     "calls go back to the client that sent them. SIGHUP re-reads the token file; SIGTERM drains and stops.\n"
     "One JSON access-log line per request on standard error, with no token and no program text.\n"
+    "GET /metrics (no credential) serves the replica's counts in the Prometheus text format.\n"
     "exit status: 0 stopped cleanly; 2 usage or configuration error.";
 constexpr const char* describe_footer =
     "Lists the local backends (available or not, and why), then runs the fixed containment probe of the chosen\n"

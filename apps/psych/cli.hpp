@@ -56,6 +56,7 @@ struct serve_command {
   std::string tls_cert, tls_key;
   std::string token_file;
   bool allow_insecure_http = false;
+  std::vector<std::string> trusted_proxies;
   std::uint64_t max_concurrent = 4;
   std::uint64_t max_queued = 16;
   double drain_seconds = 30;

@@ -61,6 +61,7 @@ int serve(const serve_command& given) {
   sandbox_service_options service{.listen_host = listen.value().first,
                                   .port = listen.value().second,
                                   .allow_insecure_http = given.allow_insecure_http,
+                                  .trusted_proxies = given.trusted_proxies,
                                   .token_file = given.token_file,
                                   .max_concurrent = given.max_concurrent,
                                   .max_queued = given.max_queued,

@@ -165,6 +165,8 @@ class remote_execution {
   binding_gateway gateway_;
   call_dispatcher calls_;
   asio::steady_timer clock_, answers_ready_, cancel_grace_;
+  /// After a results post answered 404: how long the stream has to bring the `done` that explains it.
+  asio::steady_timer gone_grace_;
   std::deque<protocol::result_frame> answers_;
   bool answers_closed_ = false;
   http_link* stream_link_ = nullptr;
@@ -336,7 +338,7 @@ remote_execution::remote_execution(remote_backend& backend, const run_request& r
         answers_.push_back(answer);
         answers_ready_.cancel();
       }),
-      clock_(io_), answers_ready_(io_), cancel_grace_(io_) {}
+      clock_(io_), answers_ready_(io_), cancel_grace_(io_), gone_grace_(io_) {}
 
 sandbox_result remote_execution::run(std::stop_token stop) {
   started_ = clock::now();
@@ -395,6 +397,7 @@ awaitable<void> remote_execution::main() {
   }
   clock_.cancel();
   cancel_grace_.cancel();
+  gone_grace_.cancel();
   auto unanswered = co_await calls_.end_calls();
   problems_.insert(problems_.end(), unanswered.begin(), unanswered.end());
   answers_closed_ = true;
@@ -443,8 +446,12 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     fail("the response has more header fields than allowed");
     co_return;
   }
-  if (parser.get().result_int() != 200) {
-    fail(status_problem(parser.get().result_int(), "the execution"));
+  if (const auto status = parser.get().result_int(); status != 200) {
+    // psych serve answers 503 (busy, shutting down) before an execution starts, and a proxy's 503
+    // (no replica up, its queue timed out) means the request reached none: either way the program
+    // did not run, which the caller needs to know to decide on sending it again.
+    fail(status == 503 ? status_problem(status, "the execution") + "; the program did not run"
+                       : status_problem(status, "the execution"));
     co_return;
   }
   if (const auto type = parser.get()[http::field::content_type]; !type.starts_with(ndjson_content_type)) {
@@ -581,10 +588,20 @@ awaitable<void> remote_execution::post_answers() {
     request.body() = std::move(body);
     auto response = co_await exchange(*link, request, 64 * 1024, millis(backend_.options().connect_timeout_seconds));
     if (response && response.value().status == 404) {
-      // The execution ended on the service while this answer was on its way (the program gave up
-      // on the call, or finished without it): the stream says how it ended, and the answer is moot.
-      // As a local program's late answer, it is simply not delivered (its outcome is in the log).
+      // Usually the execution ended on the service while this answer was on its way (the program
+      // gave up on the call, or finished without it): its `done` is on the stream, and the answer
+      // is moot, as a local program's late answer. But if no `done` comes, the results reached a
+      // service that does not run this execution (a load balancer routed them to another replica
+      // than its stream), and the program would wait for its answer until its wall clock.
       execution_gone_ = true;
+      gone_grace_.expires_after(millis(backend_.options().cancel_grace_seconds));
+      gone_grace_.async_wait([this](boost::system::error_code ec) {
+        if (ec || outcome_ || refused_) return;
+        fail("delivering call results: the service answered 404 (no such execution) while the execution's "
+             "stream was still open, so the results reached a service other than the one running it (check "
+             "that a load balancer routes /v1/executions/{id}/results where the stream went)");
+        begin_cancel(ending::provider_error);
+      });
     } else if (!response || response.value().status != 200) {
       fail(response ? status_problem(response.value().status, "delivering call results")
                     : "delivering call results: " + response.error().message());

@@ -4,6 +4,7 @@
 // `done`) is posted to the event loop, which alone writes to connections.
 #include "psych/host/sandbox_service.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -45,6 +46,8 @@ namespace service_detail {
 struct access_record {
   std::string time;
   std::string peer;
+  /// The client a trusted proxy says it forwards (its X-Forwarded-For), or "" for another peer.
+  std::string forwarded_for;
   std::string method;
   std::string path;
   unsigned status = 0;
@@ -57,7 +60,7 @@ struct access_record {
 }  // namespace service_detail
 }  // namespace psych
 
-BOOST_HANA_ADAPT_STRUCT(psych::service_detail::access_record, time, peer, method, path, status, client, tenant,
+BOOST_HANA_ADAPT_STRUCT(psych::service_detail::access_record, time, peer, forwarded_for, method, path, status, client, tenant,
                         outcome, duration_ms);
 
 namespace psych {
@@ -112,6 +115,19 @@ std::optional<route> route_of(std::string_view target) {
 /// The `error` code a refusal's answer carries: an oversized request is a bad request on the wire.
 std::string_view wire_code(service_refusal why) {
   return why == service_refusal::too_large ? name_of(service_refusal::bad_request) : name_of(why);
+}
+
+/// The client a trusted proxy names: the last address of its X-Forwarded-For (each proxy appends
+/// the peer it saw, so only the last one is the trusted proxy's own word), or "invalid" when that is
+/// not an IP address (never the raw text, which came from a client: the log stays parseable).
+std::string forwarded_client(std::string_view header) {
+  if (header.empty()) return {};
+  auto last = header.substr(header.rfind(',') == std::string_view::npos ? 0 : header.rfind(',') + 1);
+  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(std::string(last.substr(0, 64)), ec);
+  return ec || last.size() > 64 ? "invalid" : address.to_string();
 }
 
 std::string json_error(std::string_view code, std::string_view message) {
@@ -232,6 +248,7 @@ struct sandbox_service::impl {
   std::unique_ptr<sandbox> backend;
   asio::io_context io;
   std::unique_ptr<asio::ssl::context> tls;
+  std::vector<asio::ip::address> proxies;  ///< options.trusted_proxies, parsed
   asio::ip::tcp::acceptor acceptor;
   asio::steady_timer drain_deadline;
   std::thread io_thread;
@@ -327,7 +344,9 @@ struct sandbox_service::impl {
         co_await pause.async_wait(use_tuple);
         continue;
       }
-      if (connections.size() >= options.max_connections || shutting_down) {
+      // Accepted while draining too: the executions still running need their results and
+      // cancels, which come on connections of their own (execute() refuses new executions).
+      if (connections.size() >= options.max_connections) {
         boost::system::error_code ignored;
         socket.close(ignored);
         continue;
@@ -349,10 +368,11 @@ struct sandbox_service::impl {
     boost::system::error_code ec;
     const auto remote = socket.remote_endpoint(ec);
     const std::string peer = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
+    const bool via_proxy = !ec && std::ranges::find(proxies, remote.address()) != proxies.end();
     beast::tcp_stream tcp(std::move(socket));
     if (!tls) {
       opened(&tcp);
-      co_await serve_requests(tcp, peer);
+      co_await serve_requests(tcp, peer, via_proxy);
       closed(&tcp);
       tcp.close();
       co_return;
@@ -362,16 +382,16 @@ struct sandbox_service::impl {
     opened(&lowest_layer);
     lowest_layer.expires_after(millis(options.request_timeout_seconds));
     auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
-    if (!handshake_ec) co_await serve_requests(stream, peer);
+    if (!handshake_ec) co_await serve_requests(stream, peer, via_proxy);
     closed(&lowest_layer);
     lowest_layer.close();
   }
 
   template <class Stream>
-  awaitable<void> serve_requests(Stream& stream, const std::string& peer) {
+  awaitable<void> serve_requests(Stream& stream, const std::string& peer, bool via_proxy) {
     beast::flat_buffer buffer;
     bool first = true;
-    while (!shutting_down || first) {
+    for (;;) {
       http::request_parser<http::empty_body> header;
       header.header_limit(max_header_bytes);
       // No body limit yet: the route's is applied in handle(). (Beast checks a Content-Length only
@@ -394,6 +414,7 @@ struct sandbox_service::impl {
                            .peer = peer,
                            .method = std::string(header.get().method_string()),
                            .path = std::string(header.get().target().substr(0, 200))};
+      if (via_proxy) record.forwarded_for = forwarded_client(header.get()["X-Forwarded-For"]);
       const auto started = clock::now();
       const bool keep = co_await handle(stream, buffer, header, record);
       record.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
@@ -458,6 +479,9 @@ struct sandbox_service::impl {
       if (method != http::verb::get) co_return co_await refuse(bad_request, 405, "use GET");
       if (request.has_content_length() || request.chunked())
         co_return co_await refuse(bad_request, 400, "describe takes no body");
+      // (`this->`: the enum's member of the same name is in scope here.)
+      if (this->shutting_down)
+        co_return co_await refuse(service_refusal::shutting_down, 503, "the service is shutting down: it runs nothing new");
       if (to->what == kind::describe_fresh) co_await probe_now();  // concurrent ones share one probe
       std::string json;
       {
@@ -808,10 +832,12 @@ struct sandbox_service::impl {
 
   // ---- shutting down -------------------------------------------------------------------------
 
+  /// Refuses new executions and answers describe 503 (a load balancer's health check takes the
+  /// replica out), but keeps accepting: a running execution's results and cancel arrive on
+  /// connections of their own, and without them a program that calls a binding while the service
+  /// drains could only wait for the deadline. The listener closes once nothing runs.
   void begin_shutdown() {
     shutting_down = true;
-    boost::system::error_code ignored;
-    acceptor.close(ignored);
     for (auto& queued : waiting) queued->wake.cancel();
     drain_deadline.expires_after(millis(options.drain_seconds));
     drain_deadline.async_wait([this](boost::system::error_code ec) {
@@ -828,6 +854,8 @@ struct sandbox_service::impl {
     if (!executions.empty() || drained_set) return;
     drained_set = true;
     drain_deadline.cancel();
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
     for (auto* connection : connections) connection->close();
     drained.set_value();
   }
@@ -864,6 +892,11 @@ result<std::unique_ptr<sandbox_service>> sandbox_service::start(std::unique_ptr<
     if (ec) return failure(error_kind::sandbox_setup, fmt::format("the key {}: {}", *o.tls_key_file, ec.message()));
   }
   boost::system::error_code ec;
+  for (const auto& proxy : o.trusted_proxies) {
+    const auto parsed = asio::ip::make_address(proxy, ec);
+    if (ec) return failure(error_kind::sandbox_setup, fmt::format("the trusted proxy {}: not an IP address", proxy));
+    state->proxies.push_back(parsed);
+  }
   const auto address = asio::ip::make_address(o.listen_host, ec);
   if (ec) return failure(error_kind::sandbox_setup, fmt::format("the listen address {}: {}", o.listen_host, ec.message()));
   const asio::ip::tcp::endpoint endpoint(address, o.port);

@@ -17,8 +17,10 @@
 //   wrong_execution_id    a valid stream whose `accepted` names another execution
 //   describe_hang         describe is never answered (the connection is held open)
 //   accepted_then_silent  accepted, then nothing until the client goes away
+//   results_unknown       accepted, a call, then nothing until the client goes away; the call's
+//                         results are answered 404 (as by a replica that does not run it)
 //
-// Cancels and results are answered 200. After reading each request it rewrites --counts FILE with
+// Cancels are answered 200, and results too (but in results_unknown). After reading each request it rewrites --counts FILE with
 // what it has received so far ("describe N", "execute N", "results N", "cancel N", "other N"), so a
 // test can check that an execution was POSTed once and that a cancel was posted. Beast parses and
 // writes all HTTP; one thread per connection, synchronous.
@@ -210,6 +212,10 @@ void execution(Stream& stream, const std::string& id) {
     hold_until_peer_leaves(stream);
   } else if (mode == "accepted_then_silent") {
     hold_until_peer_leaves(stream);
+  } else if (mode == "results_unknown") {
+    const auto call = psych::protocol::encode_frame(
+        psych::protocol::call_frame{.id = 1, .tool = "lookup", .arguments = psych::json_text{"{}"}});
+    if (send(call)) hold_until_peer_leaves(stream);
   }
 }
 
@@ -240,7 +246,11 @@ void serve(Stream& stream) {
     }
     if (target.starts_with(prefix) && target.ends_with("/results")) {
       counts.add([](counters& c) { ++c.results; });
-      simple(stream, http::status::ok, "application/json", R"({"delivered":0})", request.keep_alive());
+      if (mode == "results_unknown")
+        simple(stream, http::status::not_found, "application/json",
+               R"({"error":"not_found","message":"no such execution is running"})", request.keep_alive());
+      else
+        simple(stream, http::status::ok, "application/json", R"({"delivered":0})", request.keep_alive());
       if (!request.keep_alive()) return;
       continue;
     }

@@ -17,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include "skip.hpp"
 #include "temp_dir.hpp"
 
 extern char** environ;
@@ -131,13 +130,6 @@ const certificate* test_certificate(std::string* why) {
 const certificate* other_certificate(std::string* why) {
   static generated_certificate made;
   return files_or_why(made, why);
-}
-
-const certificate* certificate_or_skip(std::source_location where) {
-  std::string why;
-  const auto* tls = test_certificate(&why);
-  if (!tls) psych::testing::skip_case(why, where);
-  return tls;
 }
 
 }  // namespace remote_test

@@ -2,7 +2,6 @@
 // What the tests of psych serve share, the remote tests' and the scale test's alike: tokens, small
 // files, a throwaway certificate (openssl CLI) and a process runner with a time bound.
 #include <chrono>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -21,8 +20,6 @@ struct certificate {
 const certificate* test_certificate(std::string* why);
 /// Another one, for "the service's certificate does not chain to the configured CA".
 const certificate* other_certificate(std::string* why);
-/// test_certificate(), or null with the case reported as skipped (at `where`, the caller's line).
-const certificate* certificate_or_skip(std::source_location where = std::source_location::current());
 
 /// What a process printed, and how it ended.
 struct process_output {

@@ -26,6 +26,13 @@ extern char** environ;
 
 namespace remote_test {
 
+const certificate* certificate_or_skip(std::source_location where) {
+  std::string why;
+  const auto* tls = test_certificate(&why);
+  if (!tls) psych::testing::skip_case(why, where);
+  return tls;
+}
+
 const std::string& children_root() {
   static temp_dir root("psych-remote-children", 0711);
   static const std::string path = root.path().string();

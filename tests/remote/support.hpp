@@ -31,6 +31,9 @@ inline constexpr std::int64_t child_uid = 1'500'300;
 
 using psych::testing::temp_dir;
 
+/// test_certificate(), or null with the case reported as skipped (at `where`, the caller's line).
+const certificate* certificate_or_skip(std::source_location where = std::source_location::current());
+
 /// The root the service's children make their directories in (0711, removed at exit).
 const std::string& children_root();
 

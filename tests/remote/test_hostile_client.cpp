@@ -16,6 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "psych/host/remote_sandbox.hpp"
 #include "raw_client.hpp"
 #include "rss.hpp"
@@ -404,4 +407,49 @@ TEST_CASE("hostile client: request bodies are bounded by max_request_bytes, not 
   CHECK(stats.executions_started == 1);
   CHECK(describe_answers(s->service->port(), token));
   check_nothing_left(*s->service);
+}
+
+TEST_CASE("hostile client: X-Forwarded-For is believed only from a trusted proxy, and only its last address") {
+  // Both services log the same requests; only the one told that 127.0.0.1 is its load balancer
+  // takes the header's word, and then only the address that proxy appended (the last one), never
+  // text that is not an address. (Documentation addresses: nothing connects to them.)
+  const auto token = fresh_token();
+  for (const bool trusted : {true, false}) {
+    CAPTURE(trusted);
+    auto s = service_or_skip({"alice " + token}, [&](psych::sandbox_service_options& o) {
+      if (trusted) o.trusted_proxies = {"127.0.0.1"};
+    });
+    if (!s) return;
+    const auto port = s->service->port();
+    for (const char* forwarded : {"203.0.113.9, 198.51.100.7", "2001:db8::1", "\"><script>", ""}) {
+      auto headers = bearer(token);
+      if (*forwarded) headers.emplace_back("X-Forwarded-For", forwarded);
+      const auto response = raw_request(port, "GET", "/v1/describe", headers);
+      REQUIRE(response);
+      CHECK(response->status == 200);
+    }
+    // (A request is logged once its response is written: the last line may come after it.)
+    REQUIRE(eventually([&] { return s->log->lines().size() == 4; }, std::chrono::seconds(5)));
+    std::vector<std::string> logged;
+    for (const auto& line : s->log->lines()) {
+      const auto at = line.find("\"forwarded_for\":\"");
+      REQUIRE_MESSAGE(at != std::string::npos, line);
+      logged.push_back(line.substr(at + 17, line.find('"', at + 17) - at - 17));
+    }
+    const std::vector<std::string> expected =
+        trusted ? std::vector<std::string>{"198.51.100.7", "2001:db8::1", "invalid", ""}
+                : std::vector<std::string>{"", "", "", ""};
+    CHECK_MESSAGE(logged == expected, fmt::format("{}", fmt::join(logged, " | ")));
+  }
+}
+
+TEST_CASE("hostile client: a trusted proxy that is not an address is a configuration error") {
+  const auto token = fresh_token();
+  std::string why;
+  const auto* tls = certificate_or_skip();
+  if (!tls) return;
+  const auto s = start_service({"alice " + token}, *tls, &why,
+                               [](psych::sandbox_service_options& o) { o.trusted_proxies = {"haproxy.internal"}; });
+  CHECK_FALSE(s);
+  CHECK_MESSAGE(why.find("haproxy.internal") != std::string::npos, why);
 }

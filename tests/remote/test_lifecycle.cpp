@@ -3,12 +3,14 @@
 // Each leaves nothing running and no process of the children's uid.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <stop_token>
 #include <string>
 #include <thread>
 
+#include "psych/host/function_tools.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "raw_client.hpp"
@@ -99,6 +101,59 @@ TEST_CASE("lifecycle: shutdown() drains, then cancels what still runs") {
   auto after = psych::remote_sandbox(options);
   REQUIRE(after);
   CHECK_FALSE(after.value()->describe().ready);
+}
+
+TEST_CASE("lifecycle: while draining, a running program's binding call is answered and it finishes; nothing new runs") {
+  // The results of a running execution come on connections of their own, so a draining service
+  // still accepts them; a new execution is 503 before it runs, and describe is 503 (a load
+  // balancer's health check takes the replica out).
+  const auto token = fresh_token();
+  auto s = service_or_skip({"alice " + token}, [](psych::sandbox_service_options& o) { o.drain_seconds = 20; });
+  if (!s) return;
+  std::atomic<int> marks{0};
+  psych::function_tool mark;
+  mark.name = "mark";
+  mark.description = "counts the calls";
+  mark.call = [&](const psych::json_text&, std::stop_token) -> psych::tool_answer<psych::json_text> {
+    ++marks;
+    return psych::json_text{"7"};
+  };
+  auto tools = psych::function_tools::create({mark}).value();
+  const auto client = ready_client(client_options(*s, token));
+  auto running = std::async(std::launch::async, [&] {
+    return client->run({.program = "import time\ntime.sleep(2)\n(await call_tool('mark', {})) * 6\n",
+                        .terms = short_terms(25),
+                        .bindings = tools->offered_now(),
+                        .invoker = tools.get()});
+  });
+  REQUIRE(eventually([&] { return s->service->stats().running == 1; }, std::chrono::seconds(10)));
+  const auto start = std::chrono::steady_clock::now();
+  auto shutdown = std::async(std::launch::async, [&] { s->service->shutdown(); });
+  REQUIRE(eventually([&] {
+    const auto describe = raw_request(s->service->port(), "GET", "/v1/describe", {{"Authorization", "Bearer " + token}});
+    return describe && describe->status == 503;
+  }, std::chrono::seconds(5)));
+  const auto refused = client->run({.program = "await call_tool('mark', {})\n", .terms = short_terms(5),
+                                    .bindings = tools->offered_now(), .invoker = tools.get()});
+  REQUIRE(running.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const auto r = running.get();
+  REQUIRE(shutdown.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const double drained = seconds_since(start);
+  MESSAGE("drained in " << drained << " s; the running one: " << (r.failure ? r.failure->message : "ok")
+                        << "; the one sent while draining: " << (refused.failure ? refused.failure->message : "ran"));
+  CHECK_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
+  REQUIRE(r.value);
+  CHECK(r.value->text == "42");
+  REQUIRE(refused.failure);
+  // Sent as the service drains: refused before it ran, by describe or by the execution's 503.
+  CHECK((refused.failure->message.find("did not run") != std::string::npos ||
+         refused.failure->message.find("nothing was sent") != std::string::npos));
+  CHECK(marks == 1);  // the running one's call, and nothing of the refused one
+  CHECK(drained < 15);  // it finished on its own, long before the drain deadline
+  const auto stats = s->service->stats();
+  CHECK(stats.executions_cancelled == 0);
+  CHECK(stats.running == 0);
+  check_no_children_left();
 }
 
 namespace {

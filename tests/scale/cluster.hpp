@@ -45,7 +45,7 @@ class child {
 
 /// What one line of a replica's access log says (docs/serve.md, "The access log").
 struct access_line {
-  std::string method, path, outcome;
+  std::string method, path, outcome, forwarded_for;
   unsigned status = 0;
 };
 
@@ -77,18 +77,27 @@ class replica {
 struct server_state {
   std::string status, check;
   long sessions = 0;
+  long queued = 0, queued_peak = 0;  ///< requests waiting here for a slot of it: now, and at most
 };
 
-/// Three replicas and HAProxy in front of them, TLS from clients terminated by HAProxy with a
-/// throwaway certificate, the shipped configuration rendered with this cluster's ports.
+/// What a cluster is made of.
+struct cluster_options {
+  int replicas = 3;  ///< r1..rN of the shipped configuration's three servers; the others are left out
+  int drain_seconds = 30;
+};
+
+/// Replicas (three unless told) and HAProxy in front of them, TLS from clients terminated by
+/// HAProxy with a throwaway certificate, the shipped configuration rendered with this cluster's
+/// ports. Each replica's executions have their directories under `children/<name>/` (their
+/// working directory names the replica that runs them).
 class cluster {
  public:
-  static constexpr int replicas = 3;
   static constexpr std::size_t max_concurrent = 4;  ///< each replica's, and the config's maxconn
   /// Stands everything up and waits for HAProxy to see every replica up; nullptr with why if it
   /// could not (haproxy or openssl missing, a replica that did not start, a check that never passed).
-  static std::unique_ptr<cluster> start(std::string* why, int drain_seconds = 30);
+  static std::unique_ptr<cluster> start(std::string* why, cluster_options options = {});
   ~cluster();
+  [[nodiscard]] int replica_count() const { return static_cast<int>(replicas_.size()); }
 
   [[nodiscard]] std::string url() const { return "https://127.0.0.1:" + std::to_string(haproxy_port_); }
   [[nodiscard]] const std::string& token() const { return client_token_; }
@@ -124,7 +133,8 @@ class cluster {
 /// The shipped configuration with this host's paths and ports: `global` keeps its settings but
 /// logs to standard error and runs in the foreground as this user (no chroot, user, group,
 /// daemon), its stats socket at `stats_socket`; the frontend's `bind` takes `bind_address` and
-/// `pem`; every `server NAME ADDRESS` line takes `servers[NAME]`. Empty, with why, when the file
+/// `pem`; every `server NAME ADDRESS` line takes `servers[NAME]`, and a server `servers` does not
+/// name is left out (a cluster of fewer replicas). Empty, with why, when the file
 /// does not have the lines this replaces (its shape changed: the test must follow).
 std::string render_haproxy_config(const std::string& shipped, const std::string& stats_socket,
                                   const std::string& bind_address, const std::string& pem,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "psych/host/sandbox.hpp"
 #include "psych/host/service_stats.hpp"
@@ -23,6 +24,10 @@ struct sandbox_service_options {
   /// refuses on an address that is not loopback unless allow_insecure_http.
   std::optional<std::string> tls_cert_file, tls_key_file;
   bool allow_insecure_http = false;
+  /// Addresses of the proxies in front of the service (a load balancer): a request that comes from
+  /// one of them has the last address of its X-Forwarded-For logged as `forwarded_for` (the client
+  /// the proxy saw). From any other peer the header is ignored, since a client could write anything.
+  std::vector<std::string> trusted_proxies;
   /// One credential per line: "<name> <token>" or just "<token>" (named by its line); blank lines
   /// and lines starting with '#' are skipped. Re-read by reload_tokens() (SIGHUP for psych serve).
   std::string token_file;
