@@ -120,6 +120,10 @@ double through_haproxy(int replicas, std::size_t executions) {
 int main(int argc, char** argv) {
   const std::size_t executions = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 240;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 2;
+  if (::access("/usr/sbin/haproxy", X_OK) != 0) {
+    fmt::print(stderr, "bench_scale: not measured: haproxy is not installed (scripts/test installs it)\n");
+    return 77;  // a skip, for scale.bench_smoke
+  }
   psych::local_sandbox_options options;
   options.backend = "linux-process";
   options.isolation = psych::isolation_level::process;
