@@ -32,8 +32,6 @@ namespace {
 
 using namespace scale_test;
 
-std::string calling(long n) { return fmt::format("r = await call_tool('mark', {{'n': {}}})\nr + 1\n", n); }
-
 struct contender {
   std::string label, bench_name;
   /// Runs `executions` through it `in_flight` at a time; the executions per second, or 0 (with
@@ -48,7 +46,7 @@ double measured(psych::sandbox& sandbox, const std::string& label, std::size_t e
   const auto begun = clock::now();
   const auto done = run_load(sandbox, side_effects,
                              {.prefix = "bench-" + random_suffix(), .limit = executions, .in_flight = in_flight,
-                              .program = calling});
+                              .program = marking_program});
   const double seconds = std::chrono::duration<double>(clock::now() - begun).count();
   for (std::size_t n = 0; n < done.size(); ++n)
     if (!done[n].ok || side_effects.calls[n] != 1) {
@@ -73,11 +71,22 @@ double cpu_seconds(pid_t pid) {
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-double own_cpu_seconds() {
+/// CPU seconds of this process (`who` RUSAGE_SELF), or of the children it has reaped
+/// (RUSAGE_CHILDREN: a local_sandbox's launchers, and the programs they reaped).
+double own_cpu_seconds(int who = RUSAGE_SELF) {
   rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
+  ::getrusage(who, &usage);
   const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// One local round, with the CPU milliseconds per execution of this process and its sandboxes.
+double local_round(psych::sandbox& local, int in_flight, std::size_t executions, std::vector<double>& cpu_ms) {
+  const double before = own_cpu_seconds() + own_cpu_seconds(RUSAGE_CHILDREN);
+  const double per_second = measured(local, fmt::format("local, {} in flight", in_flight), executions, in_flight);
+  cpu_ms.push_back(1000 * (own_cpu_seconds() + own_cpu_seconds(RUSAGE_CHILDREN) - before) /
+                   static_cast<double>(executions));
+  return per_second;
 }
 
 /// CPU milliseconds per execution of the last round through HAProxy with N replicas, by part.
@@ -95,10 +104,12 @@ double through_haproxy(int replicas, std::size_t executions) {
     return 0;
   }
   auto client = psych::remote_sandbox(client_options(*c));
-  if (!client || !client.value()->describe().ready) {
+  const auto described = client ? client.value()->describe() : psych::description{};
+  if (!described.ready) {
     fmt::print(stderr, "bench_scale: no ready client for {} replicas\n", replicas);
     return 0;
   }
+  if (replicas == 1) fmt::print("the replicas' interpreter: {}\n", described.interpreter);
   const auto replicas_cpu = [&] {
     double sum = 0;
     for (int i = 0; i < c->replica_count(); ++i) sum += cpu_seconds(c->at(i).process().pid());
@@ -132,11 +143,16 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bench_scale: no local linux-process sandbox: {}\n", local.error().message());
     return 1;
   }
+  // The same interpreter on both sides, or the comparison says nothing: the replicas run with a
+  // PATH of the system's directories, this process with the caller's (whose pyenv shim the library
+  // skips: local_sandbox_options::interpreter).
+  fmt::print("the local interpreter: {}\n", local.value()->describe().interpreter);
+  std::vector<double> local_cpu_ms;
   std::vector<contender> all{
       {"local_sandbox, 4 in flight", "scale_local_4_per_s",
-       [&](std::size_t n) { return measured(*local.value(), "local, 4 in flight", n, 4); }, {}},
+       [&](std::size_t n) { return local_round(*local.value(), 4, n, local_cpu_ms); }, {}},
       {"local_sandbox, 24 in flight", "scale_local_24_per_s",
-       [&](std::size_t n) { return measured(*local.value(), "local, 24 in flight", n, 24); }, {}},
+       [&](std::size_t n) { return local_round(*local.value(), 24, n, local_cpu_ms); }, {}},
       {"HAProxy + 1 replica", "scale_haproxy_1_per_s", [](std::size_t n) { return through_haproxy(1, n); }, {}},
       {"HAProxy + 2 replicas", "scale_haproxy_2_per_s", [](std::size_t n) { return through_haproxy(2, n); }, {}},
       {"HAProxy + 3 replicas", "scale_haproxy_3_per_s", [](std::size_t n) { return through_haproxy(3, n); }, {}}};
@@ -159,7 +175,11 @@ int main(int argc, char** argv) {
   fmt::print("BENCH scale_haproxy_3_over_1 {:.3f} x\n", psych::bench::median(all[4].per_second) / one);
   fmt::print("BENCH scale_haproxy_3_over_local_24 {:.3f} x\n",
              psych::bench::median(all[4].per_second) / psych::bench::median(all[1].per_second));
-  fmt::print("\nCPU time per execution through HAProxy (the median of the rounds):\n");
+  const double local_ms = psych::bench::median(local_cpu_ms);
+  fmt::print("\nCPU time per execution, local_sandbox (this process and its sandboxes, every local round): {:.1f} ms\n",
+             local_ms);
+  fmt::print("BENCH scale_cpu_local_ms {:.2f} ms\n", local_ms);
+  fmt::print("CPU time per execution through HAProxy (the median of the rounds):\n");
   for (int replicas = 1; replicas <= 3; ++replicas) {
     const auto& cost = costs[replicas];
     const double replica_ms = psych::bench::median(cost.replicas_ms), haproxy_ms = psych::bench::median(cost.haproxy_ms),

@@ -122,7 +122,8 @@ std::string_view wire_code(service_refusal why) {
 /// not an IP address (never the raw text, which came from a client: the log stays parseable).
 std::string forwarded_client(std::string_view header) {
   if (header.empty()) return {};
-  auto last = header.substr(header.rfind(',') == std::string_view::npos ? 0 : header.rfind(',') + 1);
+  const auto comma = header.rfind(',');
+  auto last = comma == std::string_view::npos ? header : header.substr(comma + 1);
   while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
   while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
   boost::system::error_code ec;

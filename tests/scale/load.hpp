@@ -40,38 +40,13 @@ using clock = std::chrono::steady_clock;
 /// would call it twice. `begin(n, where)` records that execution n has begun and, from its working
 /// directory (the cluster's children/<replica>/...), which replica runs it.
 struct marker {
-  explicit marker(std::size_t executions) : calls(executions), begun(executions), marked_at(executions) {
-    tools = psych::function_tools::create(
-                {psych::typed_tool<mark_args>("mark", "counts that execution n ran",
-                                              [this](const mark_args& a, std::stop_token) -> psych::tool_answer<long> {
-                                                if (a.n >= 0 && static_cast<std::size_t>(a.n) < calls.size()) {
-                                                  std::lock_guard lock(mutex);
-                                                  marked_at[static_cast<std::size_t>(a.n)] = clock::now();
-                                                  ++calls[static_cast<std::size_t>(a.n)];
-                                                }
-                                                return 2 * a.n;
-                                              }),
-                 psych::typed_tool<begin_args>("begin", "records where execution n runs",
-                                               [this](const begin_args& a, std::stop_token) -> psych::tool_answer<bool> {
-                                                 if (a.n < 0 || static_cast<std::size_t>(a.n) >= begun.size()) return false;
-                                                 constexpr std::string_view under = "/children/";
-                                                 const auto at = a.where.find(under);
-                                                 const auto name = at == std::string::npos
-                                                                       ? std::string("?")
-                                                                       : a.where.substr(at + under.size(), a.where.find('/', at + under.size()) - at - under.size());
-                                                 std::lock_guard lock(mutex);
-                                                 begun[static_cast<std::size_t>(a.n)] = {name, clock::now()};
-                                                 return true;
-                                               })},
-                8)
-                .value();
-  }
-  struct start {
+  explicit marker(std::size_t executions);
+  struct beginning {
     std::string replica;  ///< empty: it has not begun
     clock::time_point at;
   };
   /// Execution n's begin, as recorded now.
-  start begun_of(std::size_t n) const {
+  beginning begun_of(std::size_t n) const {
     std::lock_guard lock(mutex);
     return begun[n];
   }
@@ -83,10 +58,16 @@ struct marker {
   std::unique_ptr<psych::function_tools> tools;
 
  private:
+  psych::tool_answer<long> mark(const mark_args& a);
+  psych::tool_answer<bool> begin(const begin_args& a);
+
   mutable std::mutex mutex;
-  std::vector<start> begun;
+  std::vector<beginning> begun;
   std::vector<clock::time_point> marked_at;
 };
+
+/// The short program of the load and the benchmark: one call of `mark(n)`, then 2n + 1.
+std::string marking_program(long n);
 
 /// What one execution came back as, and when it was sent.
 struct outcome {

@@ -12,21 +12,17 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
 #include "cluster.hpp"
 #include "load.hpp"
 #include "host_leftovers.hpp"
-#include "psych/host/function_tools.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "rss.hpp"
 #include "skip.hpp"
@@ -67,6 +63,15 @@ served read_access_logs(cluster& c) {
   return s;
 }
 
+/// Whether a failure says the program never ran: refused by the service (a describe that found it
+/// gone, its 503) or by HAProxy (503: no replica it could send to).
+bool never_ran(const outcome& o) {
+  return o.message.find("did not run") != std::string::npos || o.message.find("nothing was sent") != std::string::npos;
+}
+
+double seconds_between(clock::time_point from, clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 
 long client_peak_kib() {
   rusage usage{};
@@ -121,7 +126,6 @@ std::string rejoin(cluster& c, const std::atomic<std::size_t>& sent, std::chrono
   return {};
 }
 
-std::string calling(long n) { return fmt::format("r = await call_tool('mark', {{'n': {}}})\nr + 1\n", n); }
 
 }  // namespace
 
@@ -135,7 +139,7 @@ TEST_CASE("scale: 600 executions, 24 at once, through HAProxy to three replicas:
 
   const auto load_begun = clock::now();
   const auto done = run_load(*s.client, side_effects,
-                             {.prefix = "scale-" + random_suffix(), .limit = executions, .program = calling});
+                             {.prefix = "scale-" + random_suffix(), .limit = executions, .program = marking_program});
   const double load_seconds = std::chrono::duration<double>(clock::now() - load_begun).count();
   REQUIRE(done.size() == executions);
 
@@ -264,27 +268,13 @@ TEST_CASE("scale: a replica SIGKILLed mid-load costs only its executions, which 
   MESSAGE(fmt::format("{} executions; r2 killed with {} streams open, marked down {:.1f} s later, up {:.1f} s after "
                       "its restart; {} ended provider_error, {} were refused before sending; {} sent after it was "
                       "marked down all succeeded; r2 ran {} after it rejoined",
-                      done.size(), sessions_at_kill, std::chrono::duration<double>(down_seen - killed).count(),
-                      std::chrono::duration<double>(up_seen - down_seen).count() - 3, lost, refused, after_down,
+                      done.size(), sessions_at_kill, seconds_between(killed, down_seen),
+                      seconds_between(down_seen, up_seen) - 3, lost, refused, after_down,
                       on_r2_after_up));
   s.client.reset();
   s.c.reset();
   check_nothing_left();
 }
-
-namespace {
-
-/// Whether a failure says the program never ran: refused by the service (a describe that found it
-/// gone, its 503) or by HAProxy (503: no replica it could send to).
-bool never_ran(const outcome& o) {
-  return o.message.find("did not run") != std::string::npos || o.message.find("nothing was sent") != std::string::npos;
-}
-
-double seconds_between(clock::time_point from, clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-}  // namespace
 
 TEST_CASE("scale: a replica SIGTERMed mid-load drains: what runs there finishes or is cancelled at the deadline, "
           "and each client learns which") {
