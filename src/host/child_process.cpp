@@ -34,13 +34,13 @@ class own_group_attributes {
     posix_spawnattr_setsigdefault(&attributes_, &all);
     posix_spawnattr_setsigmask(&attributes_, &none);
     posix_spawnattr_setpgroup(&attributes_, 0);
-    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP;
+    int flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP;
 #ifdef POSIX_SPAWN_CLOEXEC_DEFAULT
     // macOS: only the descriptors the file actions place cross into the child (Linux closes the
     // rest with posix_spawn_file_actions_addclosefrom_np).
     flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
 #endif
-    posix_spawnattr_setflags(&attributes_, flags);
+    posix_spawnattr_setflags(&attributes_, static_cast<short>(flags));
   }
   ~own_group_attributes() { posix_spawnattr_destroy(&attributes_); }
   own_group_attributes(const own_group_attributes&) = delete;
