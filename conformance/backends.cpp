@@ -64,11 +64,18 @@ const std::vector<backend_under_test>& backends() {
     // sandbox is checked exactly as of one built on request.
     psych::local_sandbox_options prepared = isolated;
     prepared.pool.size = 1;
+#ifdef __APPLE__
+    // macOS has one local backend (docs/macos-launcher.md): every case runs against it alone.
+    psych::local_sandbox_options macos = process;
+    macos.backend = "macos-process";
+    return std::vector<backend_under_test>{{"macos-process", macos, std::nullopt}};
+#else
     return std::vector<backend_under_test>{{"linux-process", process, std::nullopt},
                                            {"linux-isolated", isolated, std::nullopt},
                                            {"linux-isolated-prepared", prepared, std::nullopt},
                                            {"container", container_view, container},
                                            remote};
+#endif
   }();
   return all;
 }

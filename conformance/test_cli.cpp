@@ -276,6 +276,11 @@ TEST_CASE("psych describe: a table an operator can read, and problems instead of
     CHECK(r.status == (any_available ? 0 : 1));
     CHECK(r.output.find("linux-process") != std::string::npos);
     CHECK(r.output.find("linux-namespaces") != std::string::npos);
+    // Another platform's backends are rows too, each unavailable with its reason.
+    CHECK(r.output.find("macos-process      process   unavailable   this host is Linux; psych-launch-macos runs "
+                        "only on macOS") != std::string::npos);
+    CHECK(r.output.find("windows-process    process   unavailable   this host is Linux; psych-launch-windows runs "
+                        "only on Windows") != std::string::npos);
     CHECK(r.output.find("interpreter:") != std::string::npos);
     if (::geteuid() != 0) {
       CHECK(r.output.find("allow_same_uid") != std::string::npos);  // why linux-process is not available

@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -67,4 +70,44 @@ TEST_CASE("without user namespaces, isolation=isolated is a setup error with gui
   REQUIRE(WIFEXITED(status));
   CHECK_MESSAGE(WEXITSTATUS(status) == 0, "step " << WEXITSTATUS(status) << " of the child failed");
 #endif
+}
+
+TEST_CASE("detect_local_backends lists every platform's backends, another platform's with why not here") {
+  const auto backends = psych::detect_local_backends();
+  const auto row = [&](std::string_view name) -> const psych::backend_info* {
+    for (const auto& b : backends)
+      if (b.name == name) return &b;
+    return nullptr;
+  };
+#if defined(__linux__)
+  const std::string here = "Linux";
+  const std::vector<std::pair<std::string, std::string>> elsewhere = {{"macos-process", "psych-launch-macos runs only on macOS"},
+                                                                      {"windows-process", "psych-launch-windows runs only on Windows"}};
+  for (const auto* own : {"linux-process", "linux-namespaces"}) CHECK_MESSAGE(row(own) != nullptr, own);
+#elif defined(__APPLE__)
+  const std::string here = "macOS";
+  const std::vector<std::pair<std::string, std::string>> elsewhere = {
+      {"linux-process", "psych-launch-linux runs only on Linux"},
+      {"linux-namespaces", "psych-launch-linux runs only on Linux"},
+      {"windows-process", "psych-launch-windows runs only on Windows"}};
+  CHECK(row("macos-process") != nullptr);
+#endif
+  CHECK(backends.size() == 4);
+  for (const auto& [name, why] : elsewhere) {
+    CAPTURE(name);
+    const auto* found = row(name);
+    REQUIRE(found != nullptr);
+    CHECK_FALSE(found->available);
+    CHECK(found->reason.find("this host is " + here) != std::string::npos);
+    CHECK(found->reason.find(why) != std::string::npos);
+  }
+  SUBCASE("pinning another platform's backend is a setup error that says why") {
+    psych::local_sandbox_options options;
+    options.backend = elsewhere.front().first;
+    options.allow_same_uid = true;
+    const auto pinned = psych::local_sandbox(options);
+    REQUIRE_FALSE(pinned);
+    CHECK(pinned.error().kind == psych::error_kind::sandbox_setup);
+    CHECK(pinned.error().message().find("this host is " + here) != std::string::npos);
+  }
 }

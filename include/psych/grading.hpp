@@ -120,7 +120,8 @@ inline enforcement grade_filesystem(const grading_expectation& e, const mechanis
     problems.emplace_back("filesystem: the child's root is not the minimal root the launcher built" +
                           (extra.empty() ? std::string(" (it saw no root at all)") : " (it also holds: " + extra + ")"));
   }
-  if (m.landlock_abi > 0) return enforcement::unverified;
+  // Landlock, or a seatbelt profile, denied this one file: most of the filesystem may still be readable.
+  if (m.landlock_abi > 0 || m.seatbelt) return enforcement::unverified;
   return enforcement::unavailable;  // an unreadable canary here is file permissions, not containment
 }
 
@@ -144,7 +145,7 @@ inline enforcement grade_network(const grading_expectation& e, const mechanism_r
     return enforcement::unverified;
   }
   if (blocked) return enforcement::enforced;
-  const bool mechanism = m.seccomp == seccomp_state::filter || has(m.namespaces, "net");
+  const bool mechanism = m.seccomp == seccomp_state::filter || has(m.namespaces, "net") || m.seatbelt;
   return mechanism ? enforcement::unverified : enforcement::unavailable;
 }
 
@@ -155,12 +156,16 @@ inline enforcement grade_process_tree(const grading_expectation& e, const mechan
     if (namespace_held(e, m, c, "pid") && c.ppid == 1) return enforcement::enforced;
     problems.emplace_back("process_tree: the child is not under its own init in a pid namespace of its own");
   }
-  if (!m.session || !m.subreaper) return enforcement::unavailable;
+  // Orphans come back to the launcher (a subreaper), or it finds them by the uid only this
+  // execution holds. Without either it finds the session's group and the parent chains: a process
+  // that left both escapes the sweep, so the tree is only requested, not proven.
+  const bool finds_orphans = m.subreaper || m.uid_sweep;
+  if (!m.session) return enforcement::unavailable;
   if (c.sid != c.pid || c.pgid != c.pid) {
     problems.emplace_back("process_tree: the child is not the leader of its own session");
     return enforcement::unavailable;
   }
-  return enforcement::enforced;
+  return finds_orphans ? enforcement::enforced : enforcement::unverified;
 }
 
 /// "0 <host id> 1": the namespace's root, and nothing else, mapped to one host id.
@@ -256,8 +261,9 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   const bool memory_cgroup = cgroup && c.cgroup_memory_limit == memory_bytes;
   if (cgroup && !memory_cgroup)
     problems.emplace_back("memory: the child did not read its cgroup's memory limit back as set");
-  g.memory = detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes, memory_bytes,
-                                  memory_cgroup, problems);
+  g.memory = m.address_space_limit ? detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes,
+                                                          memory_bytes, memory_cgroup, problems)
+                                   : enforcement::unavailable;
   // A file-size cap is per write, not per tree: the rlimit read back is the whole guarantee.
   g.file_size = detail::grade_rlimit("file_size", seen.file_size_bytes, set.file_size_bytes,
                                      static_cast<std::int64_t>(want.file_size_bytes.value), true, problems);
@@ -277,7 +283,8 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   if (!fresh_workspace) problems.emplace_back("workspace: the child does not start in the fresh, empty workspace");
   const bool floor = fresh_workspace && g.process_tree != enforcement::unavailable &&
                      g.environment == enforcement::enforced &&
-                     g.cpu != enforcement::unavailable && g.memory != enforcement::unavailable &&
+                     g.cpu != enforcement::unavailable &&
+                     (g.memory != enforcement::unavailable || !m.address_space_limit) &&
                      g.file_size != enforcement::unavailable && c.pid > 0;
   // A kernel boundary: namespaces the child observed as its own, a filesystem and network it
   // could not reach out of, a tree under its own init, and a dedicated uid where the worker could

@@ -47,6 +47,15 @@ struct mechanism_report {
   std::vector<std::string> root_entries;
   /// The launcher holds cpu_seconds for the whole tree, from its cgroup's CPU accounting.
   bool cpu_tree_limit = false;
+  /// macOS: the interpreter runs under a seatbelt profile that denies reads of the secrets'
+  /// subtrees, writes outside the workspace and the temp dir, and the network without a grant.
+  bool seatbelt = false;
+  /// Where there is no subreaper (macOS): the launcher finds the program's orphans by the run_as
+  /// uid, which only this execution holds (launch.run_as.exclusive), and kills them with the tree.
+  bool uid_sweep = false;
+  /// false: the platform has no address-space limit its interpreter respects (macOS), so none was
+  /// set; memory is graded unavailable, which keeps nothing below the PROCESS level.
+  bool address_space_limit = true;
 };
 
 struct child_rlimits {
@@ -112,7 +121,8 @@ BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
                         landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
-                        rlimits, process_count_base, root_entries, cpu_tree_limit);
+                        rlimits, process_count_base, root_entries, cpu_tree_limit, seatbelt, uid_sweep,
+                        address_space_limit);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);

@@ -52,19 +52,15 @@ setup_result<void> open_pipes(init_pipes& pipes) {
 /// In the interpreter's process, forked by init inside the new root. Each step is fatal.
 setup_result<void> set_up_interpreter(const isolated_plan& plan, const landlock_ruleset& ruleset) {
   const child_plan& child = plan.child;
-  PSYCH_TRY(restore_default_signals());
-  if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
-  PSYCH_TRY(arrange_child_fds(child.bootstrap_fd));
-  PSYCH_TRY(apply_rlimits(child.rlimits));
-  ::umask(077);  // as at PROCESS level: what the program makes is readable by its own uid only
+  // As at the PROCESS level, but no identity drop: the user namespace maps this root to run_as.
+  PSYCH_TRY(enter_child_session(child.basics));
   if (::chdir(sandbox_workspace) != 0) return fail(system_failure("workspace", "chdir", errno, sandbox_workspace));
   PSYCH_TRY(drop_all_capabilities());
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
   PSYCH_TRY(ruleset.restrict_self());  // needs NoNewPrivs; before seccomp, which would deny it nothing but is last
   PSYCH_TRY(install_filter(child.filter));
-  ::execve(child.interpreter.c_str(), child.argv.data(), child.environment.data());
-  return fail(system_failure("exec", "execve", errno, child.interpreter));
+  return fail(exec_interpreter(child.basics));
 }
 
 /// Init keeps only what it still needs: the report pipe and the launcher's keepalive.

@@ -16,6 +16,7 @@
 #include "mount_root.hpp"
 #include "namespaces.hpp"
 #include "spawn.hpp"
+#include "supervise.hpp"  // init_report: what init reports when the interpreter has ended
 
 namespace psych::launcher {
 
@@ -24,14 +25,6 @@ struct isolated_plan {
   root_plan root;
   namespace_identity identity;
   landlock_paths landlock;  ///< as seen inside the new root
-};
-
-/// What init reports when the interpreter has ended, just before init exits (and the kernel kills
-/// whatever else is left in the namespace).
-struct init_report {
-  int status = 0;          ///< the interpreter's wait status
-  rusage usage{};          ///< the interpreter's own resource usage
-  std::int64_t leftovers = 0;  ///< other processes still in the namespace at that moment
 };
 
 struct isolated_child {

@@ -26,10 +26,12 @@
 #include "identity.hpp"
 #include "isolated.hpp"
 #include "landlock.hpp"
+#include "launch_steps.hpp"
 #include "mount_root.hpp"
 #include "namespaces.hpp"
 #include "process_confinement.hpp"
 #include "psych_bootstrap.hpp"
+#include "request.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
 #include "signals.hpp"
@@ -42,45 +44,10 @@
 namespace psych::launcher {
 namespace {
 
-constexpr int exit_reported = 0;
-constexpr int exit_setup_failed = 1;
-constexpr int exit_refused = 2;
-
 /// Started as a container's entry (`--connect`): the root is the image's (process_confinement.hpp).
 bool inside_container = false;
 /// Inside a container, whether its cgroup's CPU accounting can be read, to budget the tree by.
 bool container_accounting = false;
-
-/// The request, checked and turned into what the child will get. Nothing is created yet.
-struct accepted_request {
-  protocol::launch_frame launch;
-  identity_plan identity;
-  string_vector environment;
-};
-
-setup_result<accepted_request> accept_request(control_channel& control) {
-  PSYCH_TRY(check_inherited_fds());
-  PSYCH_TRY(auto line, control.read_line());
-  if (!line) return fail(refusal("protocol", "control closed before a launch frame arrived"));
-  auto frame = protocol::decode_frame<protocol::launch_frame, protocol::cancel_frame>(*line);
-  if (!frame) return fail(from_error("protocol", frame.error()));
-  if (!std::holds_alternative<protocol::launch_frame>(frame.value()))
-    return fail(refusal("protocol", "the first frame on control must be launch"));
-  auto launch = std::get<protocol::launch_frame>(std::move(frame).value());
-  PSYCH_TRY(validate_launch(launch));
-  // Unprivileged, an ISOLATED sandbox maps the worker's own uid into its user namespace, which is
-  // the boundary there; the same uid without that boundary needs the deployment's consent.
-  const bool own_uid_is_fine = launch.isolation == isolation_level::isolated && ::geteuid() != 0;
-  PSYCH_TRY(auto identity, plan_identity(launch.run_as, launch.allow_same_uid || own_uid_is_fine));
-  PSYCH_TRY(auto environment, build_environment(launch.environment));
-  return accepted_request{std::move(launch), identity, std::move(environment)};
-}
-
-/// A running interpreter and the `started` frame that describes it.
-struct launched {
-  spawned child;
-  protocol::started_frame started;
-};
 
 /// ISOLATED: who the sandbox's root is on the host (namespaces.hpp).
 setup_result<namespace_identity> plan_namespace_identity(const identity_plan& identity) {
@@ -131,6 +98,12 @@ std::function<std::optional<double>()> tree_cpu_of(const std::optional<execution
   return [&cgroup] { return cgroup->cpu_seconds(); };
 }
 
+/// ISOLATED: init's report of the interpreter's end, read from its pipe; none at PROCESS.
+std::function<std::optional<init_report>()> init_reported_on(int init_report_fd) {
+  if (init_report_fd < 0) return {};
+  return [init_report_fd] { return read_init_report(init_report_fd); };
+}
+
 /// The sandbox's init counts against the pid limits too.
 constexpr std::int64_t init_processes = 1;
 
@@ -178,14 +151,15 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                           // The child lists "/" to show the host what its root holds (grading).
                           .list_only = {"/"},
                           .network = launch.network};
-  const isolated_plan plan{.child = child_plan{.interpreter = launch.interpreter,
-                                               .argv = bootstrap_argv(inside, bootstrap_loader),
-                                               .environment = std::move(environment),
-                                               .workspace = sandbox_workspace,
-                                               .rlimits = plan_rlimits(launch.limits, launch.open_files, init_processes),
-                                               .identity = request.identity,
-                                               .filter = filter_for(launch.network),
-                                               .bootstrap_fd = bootstrap.get()},
+  const isolated_plan plan{
+      .child = child_plan{.basics = {.interpreter = launch.interpreter,
+                                     .argv = bootstrap_argv(inside, bootstrap_loader),
+                                     .environment = std::move(environment),
+                                     .workspace = sandbox_workspace,
+                                     .rlimits = plan_rlimits(launch.limits, launch.open_files, init_processes),
+                                     .identity = request.identity,
+                                     .bootstrap_fd = bootstrap.get()},
+                          .filter = filter_for(launch.network)},
                            .root = root,
                            .identity = identity,
                            .landlock = std::move(landlock)};
@@ -205,7 +179,7 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .uid_drop = identity.privileged_writer,
                                      .fds_closed = true,
                                      .environment_built = true,
-                                     .rlimits = report_rlimits(plan.child.rlimits),
+                                     .rlimits = report_rlimits(plan.child.basics.rlimits),
                                      .process_count_base = init_processes,
                                      .root_entries = root_entries(root),
                                      .cpu_tree_limit = cgroup->has_cpu_accounting()}}};
@@ -221,14 +195,14 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
   PSYCH_TRY(const auto landlock, landlock_ruleset::prepare(process_landlock_paths(launch, inside_container)));
-  const child_plan plan{.interpreter = launch.interpreter,
-                        .argv = bootstrap_argv(launch, bootstrap_loader),
-                        .environment = std::move(request.environment),
-                        .workspace = launch.workspace,
-                        .rlimits = plan_rlimits(launch.limits, launch.open_files, base),
-                        .identity = request.identity,
+  const child_plan plan{.basics = {.interpreter = launch.interpreter,
+                                   .argv = bootstrap_argv(launch, bootstrap_loader),
+                                   .environment = std::move(request.environment),
+                                   .workspace = launch.workspace,
+                                   .rlimits = plan_rlimits(launch.limits, launch.open_files, base),
+                                   .identity = request.identity,
+                                   .bootstrap_fd = bootstrap.get()},
                         .filter = filter_for(launch.network),
-                        .bootstrap_fd = bootstrap.get(),
                         .landlock = &landlock};
   PSYCH_TRY(auto child, spawn(plan));
 
@@ -245,56 +219,43 @@ setup_result<launched> start(accepted_request& request) {
                                      .uid_drop = request.identity.drop,
                                      .fds_closed = true,
                                      .environment_built = true,
-                                     .rlimits = report_rlimits(plan.rlimits),
+                                     .rlimits = report_rlimits(plan.basics.rlimits),
                                      .process_count_base = base,
                                      .cpu_tree_limit = container_accounting}}};
 }
 
 int run() {
   control_channel control{control_fd};
-  auto request = accept_request(control);
-  if (!request) {
-    (void)control.write(request.error());
-    return exit_refused;
-  }
-  auto signal_fd = open_signal_fd();
-  if (!signal_fd) {
-    (void)control.write(signal_fd.error());
-    return exit_setup_failed;
-  }
+  int status = exit_setup_failed;
+  auto accepted = accept_launch(control, isolation_level::isolated, open_signal_source, status);
+  if (!accepted) return status;
+  auto& request = accepted.value().request;
+  const auto& signals = accepted.value().signals;
   std::optional<execution_cgroup> cgroup;  // removed when run() returns, after the tree is gone
   int init_report_fd = -1, keepalive_fd = -1;
-  auto started = request.value().launch.isolation == isolation_level::isolated
-                     ? start_isolated(request.value(), cgroup, init_report_fd, keepalive_fd)
-                     : start(request.value());
-  if (!started) {
-    child_exit none;
-    kill_tree(0, none, signal_fd.value());  // spawn() reaped its child; this only proves nothing is left
-    (void)control.write(started.error());
-    return exit_setup_failed;
-  }
+  auto started = request.launch.isolation == isolation_level::isolated
+                     ? start_isolated(request, cgroup, init_report_fd, keepalive_fd)
+                     : start(request);
+  proc_descendants tree;
+  if (!started) return report_failed_start(control, started.error(), signals, tree);
+  if (!report_started(control, started.value(), signals, tree)) return exit_setup_failed;
   const spawned child = started.value().child;
-  if (!control.write(started.value().started)) {  // the host is gone: end what was started for it
-    child_exit ended;
-    kill_tree(child.pid, ended, signal_fd.value());
-    return exit_setup_failed;
-  }
   auto outcome = supervise(control, watch{.interpreter = child.pid,
-                                                .started = child.at,
-                                                .wall_seconds = request.value().launch.limits.wall_seconds.value,
-                                                .cpu_seconds = request.value().launch.limits.cpu_seconds.value,
-                                                .signal_fd = signal_fd.value(),
-                                                .init_report_fd = init_report_fd,
-                                                .tree_cpu_seconds = tree_cpu_of(cgroup),
-                                                .narrow = narrowing_of(request.value().launch, cgroup,
-                                                    started.value().started.mechanisms.process_count_base)});
+                                          .started = child.at,
+                                          .wall_seconds = request.launch.limits.wall_seconds.value,
+                                          .cpu_seconds = request.launch.limits.cpu_seconds.value,
+                                          .signals = signals,
+                                          .tree = &tree,
+                                          .init_reported = init_reported_on(init_report_fd),
+                                          .tree_cpu_seconds = tree_cpu_of(cgroup),
+                                          .narrow = narrowing_of(request.launch, cgroup,
+                                                                 started.value().started.mechanisms.process_count_base)});
   const bool memory_hit = cgroup ? cgroup->memory_limit_hit() : inside_container && container_memory_limit_hit();
   if (memory_hit && outcome.exit.signal == SIGKILL && !outcome.exit.limit_hit)
     outcome.exit.limit_hit = limit_name::memory_bytes;  // the cgroup's OOM kill, not a signal the program chose
   if (keepalive_fd >= 0) ::close(keepalive_fd);
   if (init_report_fd >= 0) ::close(init_report_fd);
-  if (outcome.host_gone) return exit_setup_failed;
-  return control.write(outcome.exit) ? exit_reported : exit_setup_failed;
+  return report_exit(control, outcome);
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -21,10 +23,12 @@
 namespace psych::host {
 namespace {
 
+#ifdef __linux__
 /// Every open below the workspace: one name relative to a directory fd, never through a symlink
 /// (the last component included), never across a mount, never out of the directory.
 constexpr std::uint64_t resolve_beneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+#endif
 
 /// Reads are made in pieces of this size, so a small file never costs a max_file_bytes buffer.
 constexpr std::size_t read_chunk = std::size_t{64} << 10;
@@ -32,6 +36,21 @@ constexpr std::size_t read_chunk = std::size_t{64} << 10;
 /// openat2 of one name beneath `dir`; O_NOFOLLOW | O_CLOEXEC are always added. On failure the fd
 /// is invalid and errno says why (ELOOP: the name is a symlink).
 unique_fd open_beneath(int dir, const char* name, std::uint64_t flags) {
+#ifndef __linux__
+  // Without openat2 (macOS): the walk only ever opens one name read from its directory, never
+  // "." or "..", so openat() cannot leave the directory; O_NOFOLLOW_ANY refuses a symlink in
+  // any component. What this does not refuse is crossing onto another mount (docs/macos-launcher.md).
+  if (std::string_view(name).find('/') != std::string_view::npos) {
+    errno = EINVAL;
+    return unique_fd();
+  }
+  for (;;) {
+    const int fd = ::openat(dir, name, static_cast<int>(flags) | O_NOFOLLOW | O_NOFOLLOW_ANY | O_CLOEXEC);
+    if (fd >= 0) return unique_fd(fd);
+    if (errno == EINTR) continue;
+    return unique_fd();
+  }
+#else
   open_how how{};
   how.flags = flags | O_NOFOLLOW | O_CLOEXEC;
   how.resolve = resolve_beneath;
@@ -42,6 +61,19 @@ unique_fd open_beneath(int dir, const char* name, std::uint64_t flags) {
     if (errno == EINTR || (errno == EAGAIN && attempt < 3)) continue;
     return unique_fd();
   }
+#endif
+}
+
+/// The kind of one entry, without opening what it names: an O_PATH descriptor where there is one,
+/// else fstatat() without following a symlink.
+bool stat_beneath(int dir, const char* name, struct stat& st) {
+#ifdef __linux__
+  const unique_fd path_only = open_beneath(dir, name, O_PATH);
+  return path_only.valid() && ::fstat(path_only.get(), &st) == 0;
+#else
+  if (std::string_view(name).find('/') != std::string_view::npos) return false;
+  return ::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+#endif
 }
 
 class walker {
@@ -119,9 +151,8 @@ class walker {
   /// opens nothing and reads nothing, says which kind it is, for the count alone.
   static omission_reason unopenable(int dir, const std::string& name, int why) {
     if (why == ELOOP) return omission_reason::symlink;
-    const unique_fd path_only = open_beneath(dir, name.c_str(), O_PATH);
     struct stat st {};
-    if (!path_only.valid() || ::fstat(path_only.get(), &st) != 0) return omission_reason::unreadable;
+    if (!stat_beneath(dir, name.c_str(), st)) return omission_reason::unreadable;
     switch (st.st_mode & S_IFMT) {
       case S_IFSOCK: return omission_reason::socket;
       case S_IFCHR:
@@ -179,10 +210,12 @@ result<harvest> collect_artifacts(const std::string& workspace, const artifact_p
   const unique_fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root.valid())
     return failure(error_kind::system_call_failed, fmt::format("open({}): {}", workspace, std::strerror(errno)));
+#ifdef __linux__
   // Without openat2 (before Linux 5.6, or filtered) every entry would read as unreadable; say so.
   if (!open_beneath(root.get(), ".", O_PATH | O_DIRECTORY).valid())
     return failure(error_kind::system_call_failed,
                    fmt::format("openat2({}, RESOLVE_BENEATH): {}", workspace, std::strerror(errno)));
+#endif
   walker walk(policy);
   walk.walk(root.get(), "", 0);
   return std::move(walk).take();

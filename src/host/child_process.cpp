@@ -4,8 +4,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/syscall.h>  // pidfd_open, pidfd_send_signal
+#else
+#include <sys/event.h>  // kqueue: EVFILT_PROC, NOTE_EXIT
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +34,13 @@ class own_group_attributes {
     posix_spawnattr_setsigdefault(&attributes_, &all);
     posix_spawnattr_setsigmask(&attributes_, &none);
     posix_spawnattr_setpgroup(&attributes_, 0);
-    posix_spawnattr_setflags(&attributes_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    int flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP;
+#ifdef POSIX_SPAWN_CLOEXEC_DEFAULT
+    // macOS: only the descriptors the file actions place cross into the child (Linux closes the
+    // rest with posix_spawn_file_actions_addclosefrom_np).
+    flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
+#endif
+    posix_spawnattr_setflags(&attributes_, static_cast<short>(flags));
   }
   ~own_group_attributes() { posix_spawnattr_destroy(&attributes_); }
   own_group_attributes(const own_group_attributes&) = delete;
@@ -95,6 +105,43 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return p;
 }
 
+/// A descriptor that polls readable once the unreaped child `pid` has exited; -1 with errno set.
+int open_exit_watch(pid_t pid) {
+#ifdef __linux__
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  const int queue = ::kqueue();
+  if (queue < 0) return -1;
+  if (::fcntl(queue, F_SETFD, FD_CLOEXEC) != 0) {
+    const int saved = errno;
+    ::close(queue);
+    errno = saved;
+    return -1;
+  }
+  struct kevent watch {};
+  EV_SET(&watch, static_cast<uintptr_t>(pid), EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  // A child that already exited (a zombie) is still found: NOTE_EXIT fires for it at once.
+  if (::kevent(queue, &watch, 1, nullptr, 0, nullptr) != 0) {
+    const int saved = errno;
+    ::close(queue);
+    errno = saved;
+    return -1;
+  }
+  return queue;
+#endif
+}
+
+/// waitid() on the child `pid` held by `pidfd`.
+int wait_held(pid_t pid, int pidfd, siginfo_t& info, int options) {
+#ifdef __linux__
+  (void)pid;
+  return ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, options);
+#else
+  (void)pidfd;
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, options);
+#endif
+}
+
 exit_status status_of(const siginfo_t& info) {
   if (info.si_code == CLD_EXITED) return {info.si_status};
   return {128 + info.si_status};
@@ -125,7 +172,9 @@ spawn_result child_process::spawn(const child_spec& spec) {
     else
       posix_spawn_file_actions_addopen(actions.get(), fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
   }
+#ifdef __linux__
   posix_spawn_file_actions_addclosefrom_np(actions.get(), static_cast<int>(sources.fds().size()));
+#endif  // elsewhere POSIX_SPAWN_CLOEXEC_DEFAULT (own_group_attributes) closes what is not given
 
   std::vector<std::string> args = spec.argv;
   std::vector<std::string> environment = spec.environment;
@@ -138,14 +187,18 @@ spawn_result child_process::spawn(const child_spec& spec) {
                      : ::posix_spawn(&pid, program.c_str(), actions.get(), attributes.get(), argv.data(), envp.data());
   if (rc != 0) return spawn_error{fmt::format("{}({})", spawn_name, program), rc};
 
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int pidfd = open_exit_watch(pid);
   if (pidfd < 0) {
     const int saved = errno;
     // Unreaped, the child's pid and group id are still its own.
     ::killpg(pid, SIGKILL);
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+#ifdef __linux__
     return spawn_error{fmt::format("pidfd_open({})", pid), saved};
+#else
+    return spawn_error{fmt::format("kevent(EVFILT_PROC, {}, NOTE_EXIT)", pid), saved};
+#endif
   }
   return child_process{pid, pidfd};
 }
@@ -185,7 +238,7 @@ bool child_process::wait_exit(std::chrono::milliseconds limit) const {
 std::string child_process::status_text(std::chrono::milliseconds limit) const {
   if (pidfd_ < 0 || !wait_exit(limit)) return "still running";
   siginfo_t info{};
-  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+  if (wait_held(pid_, pidfd_, info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
       info.si_pid == 0)
     return "still running";
   return status_of(info).text();
@@ -197,7 +250,7 @@ void child_process::signal_group(int signal) const noexcept {
 
 exit_status child_process::reap() {
   if (pidfd_ < 0) return {};
-  const exit_status status = reap_pidfd(pidfd_);
+  const exit_status status = reap_pidfd(pid_, pidfd_);
   ::close(pidfd_);
   pidfd_ = -1;
   pid_ = -1;
@@ -208,12 +261,23 @@ child_process::released child_process::release() noexcept {
   return {std::exchange(pid_, -1), std::exchange(pidfd_, -1)};
 }
 
-exit_status child_process::reap_pidfd(int pidfd) {
+exit_status child_process::reap_pidfd(pid_t pid, int pidfd) {
   siginfo_t info{};
   while (true) {
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) == 0) return status_of(info);
+    if (wait_held(pid, pidfd, info, WEXITED) == 0) return status_of(info);
     if (errno != EINTR) return {};
   }
+}
+
+void child_process::signal_held(pid_t pid, int pidfd, int signal) noexcept {
+#ifdef __linux__
+  (void)pid;
+  ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+#else
+  // Unreaped, the child keeps its pid: kill() cannot reach another process.
+  (void)pidfd;
+  if (pid > 0) ::kill(pid, signal);
+#endif
 }
 
 }  // namespace psych::host

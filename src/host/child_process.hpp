@@ -1,6 +1,8 @@
 #pragma once
-// A child process the host starts (the launcher, an MCP server), held by pidfd so that waiting,
-// signalling and reaping can never reach a reused pid.
+// A child process the host starts (the launcher, an MCP server), held by a descriptor that polls
+// readable once it exited, so that waiting fits an event loop, and signalled and reaped only while
+// unreaped, so never a reused pid. The descriptor is a pidfd on Linux; on macOS, which has none, a
+// kqueue watching the child's NOTE_EXIT (the names below say pidfd for both).
 //
 // The child gets exactly the descriptors it is given (everything else is closed before exec), an
 // environment built from nothing but the caller's list, every signal at its default disposition
@@ -78,8 +80,10 @@ class child_process {
   };
   released release() noexcept;
 
-  /// Reaps the exited child of `pidfd` (waiting for it to exit); the pidfd stays open.
-  static exit_status reap_pidfd(int pidfd);
+  /// Reaps the exited child `pid` held by `pidfd` (waiting for it to exit); the pidfd stays open.
+  static exit_status reap_pidfd(pid_t pid, int pidfd);
+  /// Sends `signal` to the unreaped child `pid` held by `pidfd` (not its group).
+  static void signal_held(pid_t pid, int pidfd, int signal) noexcept;
 
  private:
   child_process(pid_t pid, int pidfd) noexcept : pid_{pid}, pidfd_{pidfd} {}

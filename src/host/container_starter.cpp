@@ -83,10 +83,43 @@ result<void> send_descriptors(int connection, const launcher_fds& fds) {
   header->cmsg_len = CMSG_LEN(sizeof handed);
   std::memcpy(CMSG_DATA(header), handed, sizeof handed);
   ssize_t sent = -1;
-  do sent = ::sendmsg(connection, &message, MSG_NOSIGNAL);
+#ifdef MSG_NOSIGNAL
+  constexpr int no_sigpipe = MSG_NOSIGNAL;
+#else
+  // macOS: the socket itself is marked (peer_uid() below set SO_NOSIGPIPE on it).
+  constexpr int no_sigpipe = 0;
+#endif
+  do sent = ::sendmsg(connection, &message, no_sigpipe);
   while (sent < 0 && errno == EINTR);
   if (sent != 1) return system_error("sendmsg", "the launcher's descriptors");
   return success();
+}
+
+/// The uid of the process at the other end of a Unix socket, or -1: SO_PEERCRED on Linux,
+/// getpeereid() on macOS (which also marks the socket SO_NOSIGPIPE for send_descriptors).
+std::int64_t peer_uid(int connection) {
+#ifdef SO_PEERCRED
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return -1;
+  return static_cast<std::int64_t>(peer.uid);
+#else
+  const int on = 1;
+  if (::setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &on, sizeof on) != 0) return -1;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (::getpeereid(connection, &uid, &gid) != 0) return -1;
+  return static_cast<std::int64_t>(uid);
+#endif
+}
+
+/// A close-on-exec descriptor, set at once where the kernel can (SOCK_CLOEXEC), else right after.
+[[maybe_unused]] int with_cloexec(int fd) {
+  if (fd >= 0 && ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
@@ -119,7 +152,11 @@ result<void> container_starter::make_channel_directory() {
   if (path.size() >= sizeof address.sun_path)
     return failure(error_kind::sandbox_setup, fmt::format("the channel's socket path {} is too long", path));
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+#ifdef SOCK_CLOEXEC
   listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+#else
+  listener_.reset(with_cloexec(::socket(AF_UNIX, SOCK_STREAM, 0)));
+#endif
   if (!listener_.valid()) return system_error("socket", "AF_UNIX");
   if (::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return system_error("bind", path);
@@ -185,15 +222,15 @@ result<void> container_starter::hand_over(const launcher_fds& fds, int runtime_p
       return failure(error_kind::launcher_unavailable,
                      "the container runtime ended before the launcher connected" + runtime_stderr());
     if (ready[0].revents == 0) continue;
+#ifdef SOCK_CLOEXEC
     unique_fd connection{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+#else
+    unique_fd connection{with_cloexec(::accept(listener_.get(), nullptr, nullptr))};
+#endif
     if (!connection.valid()) continue;
     // The directory already keeps other accounts out; the peer's uid and the token are checked
     // anyway, so that neither a mistake in modes nor a process of the same uid can answer.
-    ucred peer{};
-    socklen_t size = sizeof peer;
-    if (::getsockopt(connection.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
-        static_cast<std::int64_t>(peer.uid) != launch_.child.uid)
-      continue;
+    if (peer_uid(connection.get()) != launch_.child.uid) continue;
     const auto presented = first_line(connection.get());
     if (!presented || !same_token(*presented, token_)) continue;
     // The one good connection: nobody can connect after it.
@@ -221,8 +258,16 @@ result<launcher_process> container_starter::start(const launcher_fds& fds, const
   token_ = random_token();
 
   PSYCH_TRY(auto input, cloexec_pipe());
+#ifdef O_TMPFILE
   stderr_file_.reset(::open(launch_.temp_root.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!stderr_file_.valid()) return system_error("open", launch_.temp_root + ", O_TMPFILE").error();
+#else
+  // No O_TMPFILE (macOS): a named file, unlinked at once; 0600 and the worker's own meanwhile.
+  std::string stderr_path = launch_.temp_root + "/psych-runtime-stderr-XXXXXX";
+  stderr_file_.reset(with_cloexec(::mkstemp(stderr_path.data())));
+  if (!stderr_file_.valid()) return system_error("mkstemp", stderr_path).error();
+  ::unlink(stderr_path.c_str());
+#endif
   std::vector<std::string> argv = run_arguments(dirs);
   argv.insert(argv.begin(), launch_.runtime.path);
   auto runtime = child_process::spawn({.argv = argv,

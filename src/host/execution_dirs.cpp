@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <dirent.h>
-#include <linux/fs.h>
 #include <stdio.h>
 
 #include <cerrno>
@@ -88,7 +87,7 @@ bool remove_tree(const std::string& path) {
         }
         for (;;) {  // a directory: up one level, under a name nobody uses yet
           const auto flat = fmt::format(".psych-flat-{}", moved++);
-          if (::renameat2(sub, inner.c_str(), top, flat.c_str(), RENAME_NOREPLACE) == 0) {
+          if (rename_no_replace(sub, inner.c_str(), top, flat.c_str()) == 0) {
             progress = true;
             break;
           }

@@ -198,7 +198,7 @@ class file_blob_store final : public directory_blob_store {
     if (::fsync(temp.fd()) != 0) return syscall_failure("fsync", temp_path);
 
     // No-replace first, so two racing puts of the same bytes agree on one stored content type.
-    if (::renameat2(dir.get(), temp.name().c_str(), dir.get(), digest.c_str(), RENAME_NOREPLACE) != 0) {
+    if (host::rename_no_replace(dir.get(), temp.name().c_str(), dir.get(), digest.c_str()) != 0) {
       if (errno == EEXIST) {
         PSYCH_TRY(auto raced, keep_existing(dir.get(), dir_path, digest, bytes.size()));
         if (raced) return std::move(raced).value();  // the temporary file goes with `temp`

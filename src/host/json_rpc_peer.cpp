@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#ifdef __linux__
 #include <sys/eventfd.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +27,34 @@
 #include "psych/protocol/line_reader.hpp"
 
 namespace psych::host {
+
+/// A flag a thread's poll() wakes on, and stays readable once raised (nobody reads it): an eventfd
+/// on Linux, a pipe elsewhere (macOS has no eventfd).
+struct peer_wake_flag {
+  int poll_fd = -1;   ///< what poll() watches
+  int raise_fd = -1;  ///< what wake() writes to; the same eventfd on Linux
+
+  bool open() noexcept {
+#ifdef __linux__
+    poll_fd = raise_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return poll_fd >= 0;
+#else
+    int ends[2];
+    if (::pipe(ends) != 0) return false;
+    poll_fd = ends[0];
+    raise_fd = ends[1];
+    for (const int fd : ends)
+      if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || ::fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
+    return true;
+#endif
+  }
+  void close() noexcept {
+    if (raise_fd >= 0 && raise_fd != poll_fd) ::close(raise_fd);
+    if (poll_fd >= 0) ::close(poll_fd);
+    poll_fd = raise_fd = -1;
+  }
+};
+
 namespace {
 
 using steady = std::chrono::steady_clock;
@@ -49,9 +79,9 @@ void close_fd(int& fd) noexcept {
   fd = -1;
 }
 
-void wake(int event_fd) noexcept {
+void wake(const peer_wake_flag& flag) noexcept {
   const std::uint64_t one = 1;
-  (void)!::write(event_fd, &one, sizeof one);
+  (void)!::write(flag.raise_fd, &one, sizeof one);
 }
 
 /// Messages may nest deeper than the launcher contract's frames (tool schemas, tool results).
@@ -68,8 +98,8 @@ struct json_rpc_peer::state {
   int output = -1;  ///< the writer's; closed by close_output
   int side = -1;    ///< the reader's
   int gone = -1;    ///< not owned
-  int wake_reader = -1;
-  int wake_writer = -1;
+  peer_wake_flag wake_reader;
+  peer_wake_flag wake_writer;
   std::thread reader;
   std::thread writer;
   std::mutex closing;  ///< one close_output at a time
@@ -99,8 +129,8 @@ struct json_rpc_peer::state {
     close_fd(input);
     close_fd(output);
     close_fd(side);
-    close_fd(wake_reader);
-    close_fd(wake_writer);
+    wake_reader.close();
+    wake_writer.close();
   }
 
   [[nodiscard]] std::string who() const { return "the server " + opts.server_name; }
@@ -114,7 +144,7 @@ struct json_rpc_peer::state {
     }
     answered.notify_all();
     work.notify_all();
-    if (wake_writer >= 0) wake(wake_writer);  // a writer waiting for room has nothing more to write
+    if (wake_writer.raise_fd >= 0) wake(wake_writer);  // a writer waiting for room has nothing more to write
   }
 
   std::optional<mcp_error> broken_error() const {
@@ -276,7 +306,7 @@ struct json_rpc_peer::state {
                      fmt::format("{} stopped reading in the middle of a message", who()));
           return false;
         }
-        pollfd fds[2] = {{output, POLLOUT, 0}, {wake_writer, POLLIN, 0}};
+        pollfd fds[2] = {{output, POLLOUT, 0}, {wake_writer.poll_fd, POLLIN, 0}};
         if (::poll(fds, 2, poll_ms(left)) > 0 && fds[1].revents != 0) return false;  // closing
         continue;
       }
@@ -396,7 +426,7 @@ struct json_rpc_peer::state {
       break_with(mcp_error_kind::server_exited, fmt::format("{} {} ({})", who(), what, epitaph()));
     };
 
-    pollfd fds[4] = {{input, POLLIN, 0}, {side, POLLIN, 0}, {wake_reader, POLLIN, 0}, {gone, POLLIN, 0}};
+    pollfd fds[4] = {{input, POLLIN, 0}, {side, POLLIN, 0}, {wake_reader.poll_fd, POLLIN, 0}, {gone, POLLIN, 0}};
     while (true) {
       if (::poll(fds, 4, -1) < 0) {
         if (errno == EINTR) continue;
@@ -448,9 +478,7 @@ json_rpc_peer::json_rpc_peer(options opts, handlers on, int input, int output, i
   s.output = output;
   s.side = side;
   s.gone = gone;
-  s.wake_reader = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  s.wake_writer = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s.wake_reader < 0 || s.wake_writer < 0) {
+  if (!s.wake_reader.open() || !s.wake_writer.open()) {
     s.break_with(mcp_error_kind::spawn_failed, fmt::format("eventfd: {}", std::strerror(errno)));
     return;
   }

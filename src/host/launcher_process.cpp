@@ -23,6 +23,8 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
   return launcher_process{held.pid, held.pidfd};
 }
 
-int reap_launcher(const launcher_process& process) { return child_process::reap_pidfd(process.pidfd).code; }
+int reap_launcher(const launcher_process& process) {
+  return child_process::reap_pidfd(process.pid, process.pidfd).code;
+}
 
 }  // namespace psych::host

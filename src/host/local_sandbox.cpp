@@ -1,9 +1,16 @@
-// The local Linux backends (PROCESS and ISOLATED, one launcher), and the choice among them.
-#include <sched.h>
+// The local backends (on Linux PROCESS and ISOLATED, one launcher; on macOS PROCESS), and the
+// choice among them.
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sched.h>  // unshare: the user namespace probe
+#endif
+#ifdef __APPLE__
+#include <mach-o/dyld.h>  // _NSGetExecutablePath
+#endif
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -19,6 +26,7 @@
 
 #include "backend_support.hpp"
 #include "interpreter.hpp"
+#include "platform_backends.hpp"
 #include "prepared_pool.hpp"
 #include "psych/host/sandbox.hpp"
 #include "session.hpp"
@@ -37,23 +45,29 @@ std::atomic<const char*> package_launcher{nullptr};
 /// The launchers an installed executable may have beside it: bin/psych finds libexec/psych/…, and
 /// an executable installed in libexec/psych/ itself (psych-remote) the one in its own directory.
 std::vector<std::string> launchers_beside_executable() {
+#ifdef __APPLE__
+  char path[4096];
+  std::uint32_t size = sizeof path;
+  if (::_NSGetExecutablePath(path, &size) != 0) return {};
+  std::error_code ec;
+  const auto executable = std::filesystem::weakly_canonical(path, ec);
+#else
   std::error_code ec;
   const auto executable = std::filesystem::read_symlink("/proc/self/exe", ec);
+#endif
   if (ec) return {};
   const std::filesystem::path from_bin = PSYCH_LAUNCHER_BESIDE_BIN;
   return {(executable.parent_path() / from_bin).lexically_normal().string(),
           (executable.parent_path() / from_bin.filename()).string()};
 }
 
-constexpr const char* process_backend = "linux-process";
-constexpr const char* namespace_backend = "linux-namespaces";
-
-class linux_launcher_sandbox final : public sandbox {
+/// A backend that runs this platform's launcher (docs/contract.md) at one level.
+class launcher_sandbox final : public sandbox {
  public:
   /// `identities`: where a root worker's children get their uid; null: the worker's own.
-  linux_launcher_sandbox(const local_sandbox_options& options, std::string launcher, host::interpreter_choice python,
-                         isolation_level level, std::shared_ptr<host::uid_pool> identities)
-      : options_(options), launcher_(std::move(launcher)), python_(std::move(python)),
+  launcher_sandbox(const local_sandbox_options& options, std::string name, std::string launcher,
+                   host::interpreter_choice python, isolation_level level, std::shared_ptr<host::uid_pool> identities)
+      : options_(options), name_(std::move(name)), launcher_(std::move(launcher)), python_(std::move(python)),
         environment_(host::child_environment(options.env_allowlist)), level_(level), identities_(std::move(identities)) {
     if (options_.pool.size == 0) return;
     // A waiting sandbox must be out of every running execution's reach. At PROCESS only its uid
@@ -138,9 +152,7 @@ class linux_launcher_sandbox final : public sandbox {
   }
 
  private:
-  const char* backend_name() const {
-    return level_ == isolation_level::isolated ? namespace_backend : process_backend;
-  }
+  const char* backend_name() const { return name_.c_str(); }
 
   sandbox_limits ceiling() const { return overlay(local_builtin_ceiling, options_.limit_ceiling); }
 
@@ -199,6 +211,7 @@ class linux_launcher_sandbox final : public sandbox {
   }
 
   local_sandbox_options options_;
+  std::string name_;
   std::string launcher_;
   host::interpreter_choice python_;
   std::map<std::string, std::string> environment_;
@@ -225,8 +238,10 @@ namespace {
 struct candidate {
   backend_info info;
   std::function<result<std::unique_ptr<sandbox>>()> build;
+  bool elsewhere = false;  ///< another platform's backend: listed, never tried
 };
 
+#ifdef __linux__
 /// Whether this process may create the namespaces an ISOLATED execution needs, tried in a child
 /// that makes them and exits. nullopt: it can; otherwise why not, with guidance.
 std::optional<std::string> user_namespaces_unavailable() {
@@ -245,6 +260,23 @@ std::optional<std::string> user_namespaces_unavailable() {
                      "container's seccomp/AppArmor profile), or use a container or a remote sandbox service "
                      "for isolation=isolated",
                      error ? std::strerror(error) : "the probe was killed");
+}
+#endif
+
+/// Why a backend of this platform, whose launcher and interpreter were found, cannot run here;
+/// nullopt: it can.
+std::optional<std::string> unavailable_here(const host::local_backend_kind& kind, const local_sandbox_options& options,
+                                            bool probe_namespaces) {
+  if (kind.isolation == isolation_level::isolated) {
+#ifdef __linux__
+    return probe_namespaces ? user_namespaces_unavailable() : std::nullopt;
+#else
+    (void)probe_namespaces;
+    return fmt::format("{} has no ISOLATED level on {}", kind.launcher, kind.platform);
+#endif
+  }
+  if (::geteuid() != 0 && !options.allow_same_uid) return same_uid_guidance();
+  return std::nullopt;
 }
 
 /// Who the child runs as, for deciding whether it can reach the interpreter: the configured
@@ -275,38 +307,37 @@ result<std::shared_ptr<host::uid_pool>> identities_for(const local_sandbox_optio
 
 /// `probe_namespaces`: whether to find out now, in a child, that user namespaces can be made. A
 /// sandbox whose first run is its probe (probe_at_open=false) finds out from that run instead.
+/// Every platform's backends are listed; another platform's are never available here.
 std::vector<candidate> local_candidates(const local_sandbox_options& options, bool probe_namespaces = true) {
   auto launcher = host::find_launcher(options.launcher_path);
   auto python = host::resolve_interpreter(options.python_bin, child_identity(options));
-  const auto builder = [&](isolation_level level) {
-    return [options, path = launcher.value(), interpreter = python.value(),
+  const auto builder = [&](std::string_view name, isolation_level level) {
+    return [options, name = std::string(name), path = launcher.value(), interpreter = python.value(),
             level]() -> result<std::unique_ptr<sandbox>> {
       PSYCH_TRY(auto identities, identities_for(options));
       return std::unique_ptr<sandbox>(
-          std::make_unique<linux_launcher_sandbox>(options, path, interpreter, level, std::move(identities)));
+          std::make_unique<launcher_sandbox>(options, name, path, interpreter, level, std::move(identities)));
     };
   };
-  candidate process{{process_backend, isolation_level::process, false, {}}, nullptr};
-  if (!launcher) process.info.reason = launcher.error().message();
-  else if (!python) process.info.reason = python.error().message();
-  else if (::geteuid() != 0 && !options.allow_same_uid) process.info.reason = same_uid_guidance();
-  else {
-    process.info.available = true;
-    process.info.reason = fmt::format("{} runs {}", launcher.value(), python.value().path);
-    process.build = builder(isolation_level::process);
+  std::vector<candidate> found;
+  for (const auto& kind : host::local_backend_kinds) {
+    if (kind.platform != host::host_platform()) continue;
+    candidate here{{std::string(kind.name), kind.isolation, false, {}}, nullptr};
+    if (!launcher) here.info.reason = launcher.error().message();
+    else if (!python) here.info.reason = python.error().message();
+    else if (auto why_not = unavailable_here(kind, options, probe_namespaces)) here.info.reason = *why_not;
+    else {
+      here.info.available = true;
+      here.info.reason = kind.isolation == isolation_level::isolated
+                             ? fmt::format("{} runs {} in user, mount, pid, net, ipc, uts and cgroup namespaces",
+                                           launcher.value(), python.value().path)
+                             : fmt::format("{} runs {}", launcher.value(), python.value().path);
+      here.build = builder(kind.name, kind.isolation);
+    }
+    found.push_back(std::move(here));
   }
-  candidate namespaces{{namespace_backend, isolation_level::isolated, false, {}}, nullptr};
-  if (!launcher) namespaces.info.reason = launcher.error().message();
-  else if (!python) namespaces.info.reason = python.error().message();
-  else if (auto why_not = probe_namespaces ? user_namespaces_unavailable() : std::nullopt)
-    namespaces.info.reason = *why_not;
-  else {
-    namespaces.info.available = true;
-    namespaces.info.reason = fmt::format("{} runs {} in user, mount, pid, net, ipc, uts and cgroup namespaces",
-                                         launcher.value(), python.value().path);
-    namespaces.build = builder(isolation_level::isolated);
-  }
-  return {std::move(process), std::move(namespaces)};
+  for (auto& elsewhere : host::other_platforms_backends()) found.push_back({std::move(elsewhere), nullptr, true});
+  return found;
 }
 
 /// probe_at_open=false: the candidates that could run, strongest first, tried by the first
@@ -372,9 +403,10 @@ result<std::string> find_launcher(const std::optional<std::string>& explicit_pat
   std::string tried;
   for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
   return failure(error_kind::launcher_unavailable,
-                 fmt::format("no executable psych-launch-linux found (tried: {}); install psych (cmake --install) "
+                 fmt::format("no executable {} found (tried: {}); install psych (cmake --install) "
                              "and build against its package (find_package(psych)), or point PSYCH_LAUNCHER or "
                              "launcher_path at the launcher",
+                             host_launcher_name().empty() ? "launcher" : host_launcher_name(),
                              tried.empty() ? "nothing" : tried));
 }
 
@@ -437,6 +469,7 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
   };
   add(m.session, "session: own session and process group");
   add(m.subreaper, "subreaper: orphans return to the launcher, the tree is killed and verified");
+  add(m.uid_sweep, "tree: orphans found by the run_as uid this execution holds alone, killed with the tree");
   add(m.uid_drop, "identity: setresuid/setresgid to run_as, no supplementary groups");
   add(m.no_new_privs, "no_new_privs");
   add(m.seccomp == seccomp_state::filter, "seccomp: filter (socket() denied for every family, socketpair(AF_UNIX) only; dangerous calls denied)");
@@ -444,6 +477,9 @@ std::vector<std::string> mechanism_names(const mechanism_report& m) {
   add(!m.root_entries.empty(), "filesystem: pivot_root into a minimal root holding " +
                                    fmt::format("{}", fmt::join(m.root_entries, ", ")));
   add(m.landlock_abi > 0, fmt::format("landlock: ABI {}", m.landlock_abi));
+  add(m.seatbelt, "seatbelt: reads denied under the secrets' subtrees, writes only to the workspace and the temp "
+                  "dir, network denied without a grant");
+  add(!m.address_space_limit, "memory: no address-space limit (the platform has none its interpreter respects)");
   add(m.cgroup != "none", "cgroup: " + m.cgroup + " (memory and pids for the whole tree)");
   add(m.rlimits.cpu_seconds >= 0,
       fmt::format("rlimits: cpu {} s, address space {} B, file size {} B, processes {} (+{} existing), "
@@ -475,8 +511,14 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
     if (std::none_of(candidates.begin(), candidates.end(), pinned))
       return failure(error_kind::sandbox_setup, fmt::format("no local backend is named {:?}", *options.backend));
     std::erase_if(candidates, [&](const candidate& found) { return !pinned(found); });
+  } else {
+    // Named in a refusal only when pinned: a backend of another platform explains nothing here.
+    std::erase_if(candidates, [](const candidate& found) { return found.elsewhere; });
   }
   std::string why = fmt::format("no local backend reaches isolation={}", name_of(options.isolation));
+  if (options.isolation == isolation_level::isolated && host::host_platform() == "macOS")
+    why.append(" (macOS cannot cap a program's memory, and its seatbelt profile is no boundary a child can prove: "
+               "use ContainerSandbox, or a remote sandbox service on a Linux host, for isolation=isolated)");
   if (!options.probe_at_open) {
     std::erase_if(candidates, [&](const candidate& found) {
       if (found.info.isolation >= options.isolation && found.info.available) return false;

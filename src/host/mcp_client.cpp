@@ -122,9 +122,9 @@ struct pipe_ends {
 };
 
 mcp_result<pipe_ends> make_pipe() {
-  int ends[2];
-  if (::pipe2(ends, O_CLOEXEC) != 0) return fail(mcp_error_kind::spawn_failed, fmt::format("pipe2: {}", std::strerror(errno)));
-  return pipe_ends{unique_fd{ends[0]}, unique_fd{ends[1]}};
+  auto made = host::cloexec_pipe();
+  if (!made) return fail(mcp_error_kind::spawn_failed, made.error().message());
+  return pipe_ends{std::move(made.value().first), std::move(made.value().second)};
 }
 
 /// The few inherited variables, then the configuration's: nothing else of the host's.

@@ -1,12 +1,19 @@
 #pragma once
 // Small POSIX helpers the host shares: an owning descriptor, descriptor pairs that are owned
 // from the moment the kernel hands them out, and the name of a signal for messages.
+//
+// Where Linux has an atomic close-on-exec flag (SOCK_CLOEXEC, pipe2) macOS does not: there the
+// flag is set right after, and what closes the window is how the host starts processes
+// (child_process.cpp: POSIX_SPAWN_CLOEXEC_DEFAULT, so a child inherits only what it is given).
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>  // renameat2 (glibc), renameatx_np (macOS)
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <cstdint>
@@ -53,20 +60,39 @@ struct fd_pair {
   unique_fd second;  ///< a pipe's write end
 };
 
+/// Both ends marked close-on-exec, where the kernel could not mark them as it made them (macOS).
+inline result<fd_pair> marked_cloexec(fd_pair pair) {
+  for (const unique_fd* end : {&pair.first, &pair.second})
+    if (::fcntl(end->get(), F_SETFD, FD_CLOEXEC) != 0)
+      return failure(error_kind::system_call_failed, fmt::format("fcntl(F_SETFD, FD_CLOEXEC): {}", std::strerror(errno)));
+  return pair;
+}
+
 /// socketpair(AF_UNIX, type | SOCK_CLOEXEC): both ends owned the moment they exist.
 inline result<fd_pair> unix_socket_pair(int type = SOCK_STREAM) {
   int fds[2];
+#ifdef SOCK_CLOEXEC
   if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0)
     return failure(error_kind::system_call_failed, fmt::format("socketpair(AF_UNIX): {}", std::strerror(errno)));
   return fd_pair{unique_fd{fds[0]}, unique_fd{fds[1]}};
+#else
+  if (::socketpair(AF_UNIX, type, 0, fds) != 0)
+    return failure(error_kind::system_call_failed, fmt::format("socketpair(AF_UNIX): {}", std::strerror(errno)));
+  return marked_cloexec(fd_pair{unique_fd{fds[0]}, unique_fd{fds[1]}});
+#endif
 }
 
 /// pipe2(O_CLOEXEC): the read end first, both owned the moment they exist.
 inline result<fd_pair> cloexec_pipe() {
   int fds[2];
+#ifdef __linux__
   if (::pipe2(fds, O_CLOEXEC) != 0)
     return failure(error_kind::system_call_failed, fmt::format("pipe2(O_CLOEXEC): {}", std::strerror(errno)));
   return fd_pair{unique_fd{fds[0]}, unique_fd{fds[1]}};
+#else
+  if (::pipe(fds) != 0) return failure(error_kind::system_call_failed, fmt::format("pipe: {}", std::strerror(errno)));
+  return marked_cloexec(fd_pair{unique_fd{fds[0]}, unique_fd{fds[1]}});
+#endif
 }
 
 /// `bytes` bytes from the kernel's random source, as lowercase hex: every id and token the host
@@ -77,15 +103,32 @@ inline result<fd_pair> cloexec_pipe() {
 inline std::string random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
   for (std::size_t got = 0; got < bytes;) {
+#ifdef __linux__
     const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw std::system_error(errno, std::generic_category(), "getrandom");
     got += static_cast<std::size_t>(n);
+#else
+    // getentropy() hands out at most 256 bytes a call.
+    const std::size_t n = std::min<std::size_t>(bytes - got, 256);
+    if (::getentropy(raw.data() + got, n) != 0) throw std::system_error(errno, std::generic_category(), "getentropy");
+    got += n;
+#endif
   }
   std::string hex;
   hex.reserve(2 * bytes);
   for (const char byte : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
   return hex;
+}
+
+/// rename() that fails with EEXIST rather than replace `to`: renameat2(RENAME_NOREPLACE) on Linux,
+/// renameatx_np(RENAME_EXCL) on macOS. -1 with errno set on failure.
+inline int rename_no_replace(int from_dir, const char* from, int to_dir, const char* to) {
+#ifdef __linux__
+  return ::renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE);
+#else
+  return ::renameatx_np(from_dir, from, to_dir, to, RENAME_EXCL);
+#endif
 }
 
 /// pread() until `n` bytes are in `out` or the file ends: the count read (less than `n` only at
@@ -104,8 +147,16 @@ inline ssize_t pread_full(int fd, char* out, std::size_t n, std::uint64_t offset
 
 /// "SIGKILL" for 9; "signal 99" for a number this system has no name for.
 inline std::string signal_name(long long number) {
+#ifdef __linux__
   const char* abbreviation = number > 0 && number < NSIG ? ::sigabbrev_np(static_cast<int>(number)) : nullptr;
   return abbreviation ? fmt::format("SIG{}", abbreviation) : fmt::format("signal {}", number);
+#else
+  // BSD's names are lower case ("kill").
+  if (number <= 0 || number >= NSIG) return fmt::format("signal {}", number);
+  std::string name = "SIG";
+  for (const char* c = ::sys_signame[number]; *c != '\0'; ++c) name.push_back(static_cast<char>(std::toupper(*c)));
+  return name;
+#endif
 }
 
 }  // namespace psych::host

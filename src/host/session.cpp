@@ -1,7 +1,6 @@
 #include "session.hpp"
 
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
@@ -31,6 +30,7 @@
 #include "completion_sink.hpp"
 #include "execution_dirs.hpp"
 #include "frame_transport.hpp"
+#include "child_process.hpp"
 #include "launcher_process.hpp"
 #include "loopback_probe.hpp"
 #include "posix.hpp"
@@ -197,7 +197,7 @@ class session {
 
   /// SIGKILL to the launcher, wherever it runs.
   void kill_launcher() {
-    ::syscall(SYS_pidfd_send_signal, launcher_.pidfd, SIGKILL, nullptr, 0);
+    child_process::signal_held(launcher_.pid, launcher_.pidfd, SIGKILL);
     starter_.kill(launcher_);
   }
 

@@ -5,6 +5,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __APPLE__
+#include <sys/sysctl.h>  // the process table: there is no /proc
+#endif
 
 #include <algorithm>
 #include <charconv>
@@ -78,6 +81,37 @@ bool marked(int fd) {
 
 }  // namespace
 
+#ifdef __APPLE__
+std::vector<std::int64_t> ids_in_use() {
+  // No /proc: the kernel's process table, every real, effective and saved id of each process.
+  std::vector<std::int64_t> ids;
+  int mib[3] = {CTL_KERN, KERN_PROC, KERN_PROC_ALL};
+  std::vector<kinfo_proc> table;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    size_t size = 0;
+    if (::sysctl(mib, 3, nullptr, &size, nullptr, 0) != 0) return ids;
+    table.resize(size / sizeof(kinfo_proc) + 16);
+    size = table.size() * sizeof(kinfo_proc);
+    if (::sysctl(mib, 3, table.data(), &size, nullptr, 0) == 0) {
+      table.resize(size / sizeof(kinfo_proc));
+      break;
+    }
+    if (errno != ENOMEM) return ids;
+    table.clear();
+  }
+  for (const auto& process : table) {
+    const auto& cred = process.kp_eproc.e_pcred;
+    const auto& ucred = process.kp_eproc.e_ucred;
+    for (const std::int64_t id : {std::int64_t{cred.p_ruid}, std::int64_t{cred.p_svuid}, std::int64_t{ucred.cr_uid},
+                                  std::int64_t{cred.p_rgid}, std::int64_t{cred.p_svgid},
+                                  std::int64_t{ucred.cr_ngroups > 0 ? ucred.cr_groups[0] : cred.p_rgid}})
+      ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+#else
 std::vector<std::int64_t> ids_in_use() {
   // Every execution reads this (acquire and release), so it reads each status file with one
   // read() into a buffer rather than through iostreams: the cost is the kernel's text, not ours.
@@ -117,11 +151,12 @@ std::vector<std::int64_t> ids_in_use() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
+#endif
 
 // ---- uid_lease ----------------------------------------------------------------------------
 
 uid_lease::uid_lease(uid_lease&& other) noexcept
-    : pool_(std::move(other.pool_)), uid_(other.uid_), gid_(other.gid_), fd_(std::exchange(other.fd_, -1)) {}
+    : pool_(std::move(other.pool_)), uid_(other.uid_), gid_(other.gid_), exclusive_(other.exclusive_), fd_(std::exchange(other.fd_, -1)) {}
 
 uid_lease::~uid_lease() { (void)release(); }
 
@@ -188,7 +223,7 @@ result<uid_lease> uid_pool::acquire() {
                                  "its run_as_range ({}); nothing ran. Pick a run_as_uid outside every range",
                                  first_, lock_path(first_)));
     }
-    return uid_lease(shared_from_this(), first_, gid_first_, fd);
+    return uid_lease(shared_from_this(), first_, gid_first_, false, fd);
   }
 
   std::lock_guard guard(mutex_);
@@ -214,7 +249,7 @@ result<uid_lease> uid_pool::acquire() {
     if (marked(fd)) sweep_shared_temp(uid);  // its last holder never let it go cleanly
     mark(fd, fmt::format("held by pid {}\n", ::getpid()));
     cursor_ = (offset + 1) % count_;
-    return uid_lease(shared_from_this(), uid, gid_first_ + offset, fd);
+    return uid_lease(shared_from_this(), uid, gid_first_ + offset, true, fd);
   }
   return failure(error_kind::sandbox_setup,
                  fmt::format("run_as_range {}..{} is exhausted: {} uid(s) held by running executions, {} used by "

@@ -32,7 +32,8 @@ class uid_lease {
   uid_lease& operator=(uid_lease&&) = delete;
   ~uid_lease();
 
-  [[nodiscard]] protocol::identity identity() const { return {uid_, gid_}; }
+  /// `exclusive`: a uid per execution, which no other execution holds meanwhile.
+  [[nodiscard]] protocol::identity identity() const { return {uid_, gid_, exclusive_}; }
 
   /// Lets the uid go once no process of it is left (waiting briefly for the dying) and what it
   /// left in the shared temporary directories is swept. If a process survives, the uid stays
@@ -41,10 +42,11 @@ class uid_lease {
 
  private:
   friend class uid_pool;
-  uid_lease(std::shared_ptr<uid_pool> pool, std::int64_t uid, std::int64_t gid, int fd)
-      : pool_(std::move(pool)), uid_(uid), gid_(gid), fd_(fd) {}
+  uid_lease(std::shared_ptr<uid_pool> pool, std::int64_t uid, std::int64_t gid, bool exclusive, int fd)
+      : pool_(std::move(pool)), uid_(uid), gid_(gid), exclusive_(exclusive), fd_(fd) {}
   std::shared_ptr<uid_pool> pool_;
   std::int64_t uid_, gid_;
+  bool exclusive_;
   int fd_;
 };
 

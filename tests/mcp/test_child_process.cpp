@@ -132,6 +132,6 @@ TEST_CASE("child_process: released, the pid and pidfd are the caller's, reaped w
   CHECK(child.value().pid() == -1);
   CHECK(child.value().pidfd() == -1);
   CHECK(held.pid > 0);
-  CHECK(child_process::reap_pidfd(held.pidfd).code == 7);
+  CHECK(child_process::reap_pidfd(held.pid, held.pidfd).code == 7);
   ::close(held.pidfd);
 }

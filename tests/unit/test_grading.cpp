@@ -462,3 +462,72 @@ TEST_CASE("what a level promises: every grading that reaches it meets the promis
                                                  "file_size", "wall_clock", "environment"});
   }
 }
+
+namespace {
+
+/// What the macOS launcher reports (launchers/macos/main.cpp): a seatbelt profile, no subreaper,
+/// no seccomp, no address-space limit; a uid sweep when the uid is the execution's alone.
+mechanism_report macos_applied(bool exclusive_uid) {
+  mechanism_report m;
+  m.session = m.uid_drop = m.fds_closed = m.environment_built = true;
+  m.seatbelt = true;
+  m.uid_sweep = exclusive_uid;
+  m.address_space_limit = false;
+  m.rlimits = {.cpu_seconds = 10, .address_space_bytes = -1, .file_size_bytes = 10 << 20,
+               .process_count = 67, .open_files = 256, .core_bytes = 0};
+  m.process_count_base = 3;
+  return m;
+}
+
+child_report macos_observed() {
+  auto c = observed();
+  c.no_new_privs = false;
+  c.seccomp_mode = -1;
+  c.rlimits.address_space_bytes = {-1, -1};
+  c.canary = {.readable = false, .error_number = 1};  // EPERM: the profile denied it
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the macOS launcher's report grades as the spec's honest limits say") {
+  SUBCASE("PROCESS, with filesystem unverified and memory unavailable") {
+    const auto g = grade_containment(expectation(), macos_applied(true), macos_observed());
+    CHECK(g.achieved == isolation_level::process);
+    CHECK(g.grades.filesystem == enforcement::unverified);
+    CHECK(g.grades.memory == enforcement::unavailable);
+    CHECK(g.grades.network == enforcement::enforced);  // from the child's v4 and v6 probe
+    CHECK(g.grades.process_tree == enforcement::enforced);
+    CHECK(g.grades.process_count == g.grades.identity);
+  }
+  SUBCASE("a readable canary is exposure, seatbelt or not") {
+    auto c = macos_observed();
+    c.canary.readable = true;
+    CHECK(grade_containment(expectation(), macos_applied(true), c).grades.filesystem == enforcement::unavailable);
+  }
+  SUBCASE("a probe that connected is exposure") {
+    auto c = macos_observed();
+    c.network.ipv6 = {probe_outcome::connected, 0};
+    CHECK(grade_containment(expectation(), macos_applied(true), c).grades.network == enforcement::unavailable);
+  }
+  SUBCASE("without a uid of its own the sweep finds the session only: the tree is unverified") {
+    const auto g = grade_containment(expectation(), macos_applied(false), macos_observed());
+    CHECK(g.grades.process_tree == enforcement::unverified);
+    CHECK(g.achieved == isolation_level::process);
+  }
+  SUBCASE("identity unverified (the worker's own uid) makes process_count unverified too") {
+    auto e = expectation();
+    e.run_as_uid.reset();
+    e.run_as_gid.reset();
+    auto m = macos_applied(false);
+    m.uid_drop = false;
+    const auto g = grade_containment(e, m, macos_observed());
+    CHECK(g.grades.identity == enforcement::unavailable);
+    CHECK(g.grades.process_count == enforcement::unverified);
+  }
+  SUBCASE("never ISOLATED") {
+    auto e = expectation();
+    e.requested = isolation_level::isolated;
+    CHECK(grade_containment(e, macos_applied(true), macos_observed()).achieved == isolation_level::process);
+  }
+}

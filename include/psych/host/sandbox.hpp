@@ -118,7 +118,11 @@ struct uid_range {
   /// Where the per-uid lock files live (made 0700 if missing, and refused unless the worker
   /// owns it and nobody else may write it). Every worker that shares the range must name the
   /// same directory: the lock, not the process list, is what keeps two workers apart.
+#ifdef __APPLE__
+  std::string lock_dir = "/var/run/psych/uids";  // macOS has no /run
+#else
   std::string lock_dir = "/run/psych/uids";
+#endif
 };
 
 /// What a local backend allows in each dimension the deployment leaves unset in
@@ -153,9 +157,9 @@ struct local_sandbox_options {
   bool allow_same_uid = false;
 
   // Deployment knobs beyond the spec's signature.
-  /// Pin one backend by name ("linux-process", "linux-namespaces") instead of the strongest that
-  /// reaches `isolation`: for tests and benchmarks of one backend, and deployments that must not
-  /// change backend when a host gains a capability. It must still reach `isolation`.
+  /// Pin one backend by name ("linux-process", "linux-namespaces", "macos-process") instead of the
+  /// strongest that reaches `isolation`: for tests and benchmarks of one backend, and deployments
+  /// that must not change backend when a host gains a capability. It must still reach `isolation`.
   std::optional<std::string> backend;
   /// Default, in order: $PSYCH_LAUNCHER; the launcher of the package this program was built
   /// against (registered below); `../libexec/psych/psych-launch-linux` beside the running
@@ -188,7 +192,8 @@ struct local_sandbox_options {
 /// library itself holds no path fixed at build time.
 void register_package_launcher(const char* path) noexcept;
 
-/// Every local backend, available or not, with the reason.
+/// Every local backend of every platform, available or not, with the reason: another platform's
+/// backend is listed as not available here.
 std::vector<backend_info> detect_local_backends(const local_sandbox_options& options = {});
 
 /// The strongest local backend reaching options.isolation, or a sandbox_setup

@@ -32,6 +32,9 @@ struct probe_ports {
 struct identity {
   std::int64_t uid = -1;
   std::int64_t gid = -1;
+  /// Only this execution runs as this uid (a uid per execution): every process of it is the
+  /// program's, which a launcher without a subreaper finds its orphans by.
+  bool exclusive = false;
 };
 
 // ---- control: host -> launcher ----------------------------------------------
@@ -239,7 +242,7 @@ PSYCH_ENUM_NAMES(protocol::program_error_kind, "exception", "syntax_error", "val
 }
 
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::probe_ports, ipv4_port, ipv6_port);
-BOOST_HANA_ADAPT_STRUCT(psych::protocol::identity, uid, gid);
+BOOST_HANA_ADAPT_STRUCT(psych::protocol::identity, uid, gid, exclusive);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_frame, version, token, isolation, limits, network,
                         environment, interpreter, workspace, tmp_dir, canary, probe, run_as,
                         allow_same_uid, open_files, prepared);

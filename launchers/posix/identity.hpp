@@ -28,8 +28,9 @@ setup_result<identity_plan> plan_identity(const std::optional<protocol::identity
 /// Before the fork: gives `directory` to the child's identity, so a dropped uid can use it.
 setup_result<void> hand_over(const std::string& directory, const identity_plan& plan);
 
-/// In the child: clears supplementary groups, sets all three gids then all three uids, and
-/// reads them back; a drop that did not stick is a failure, never a warning.
+/// In the child: clears supplementary groups, sets every gid then every uid, and reads them back;
+/// a drop that did not stick is a failure, never a warning. Defined by each launcher
+/// (linux/identity_drop.cpp, macos/identity_drop.cpp): only Linux can read the saved ids back.
 setup_result<void> become(const identity_plan& plan);
 
 }  // namespace psych::launcher

@@ -6,9 +6,10 @@
 
 namespace psych::launcher {
 
-/// Contract version, isolation level this launcher reaches, token, limits, paths and ports.
-/// Identity and environment are checked where they are built (identity.hpp, environment.hpp).
-setup_result<void> validate_launch(const protocol::launch_frame& launch);
+/// Contract version, the isolation level (at most `reachable`, what this launcher can reach),
+/// token, limits, paths and ports. Identity and environment are checked where they are built
+/// (identity.hpp, environment.hpp).
+setup_result<void> validate_launch(const protocol::launch_frame& launch, isolation_level reachable);
 
 /// A prepared sandbox's `narrow`: valid limits, none above what it was launched with.
 setup_result<void> validate_narrowing(const sandbox_limits& narrowed, const sandbox_limits& launched);

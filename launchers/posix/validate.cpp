@@ -23,10 +23,13 @@ bool absolute_path(const std::string& path) {
 
 }  // namespace
 
-setup_result<void> validate_launch(const protocol::launch_frame& launch) {
+setup_result<void> validate_launch(const protocol::launch_frame& launch, isolation_level reachable) {
   if (launch.version != protocol::contract_version)
     return fail(refusal("launch", fmt::format("contract version {} is not the launcher's {}", launch.version,
                                               protocol::contract_version)));
+  if (launch.isolation > reachable)
+    return fail(refusal("isolation", fmt::format("isolation={} is beyond this launcher, which reaches {}",
+                                                 name_of(launch.isolation), name_of(reachable))));
   if (launch.isolation == isolation_level::isolated && launch.network != network_access::none)
     return fail(refusal("isolation", "isolation=isolated with a network grant is not offered: the sandbox's "
                                      "network namespace holds only a downed loopback (network_not_offered)"));

@@ -1,3 +1,4 @@
+// The bootstrap in a sealed memfd (Linux).
 #include "bootstrap_fd.hpp"
 
 #include <cerrno>
@@ -7,10 +8,6 @@
 #include <unistd.h>
 
 namespace psych::launcher {
-
-bootstrap_fd::~bootstrap_fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
 
 setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob) {
   bootstrap_fd memfd{::memfd_create("psych-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING)};

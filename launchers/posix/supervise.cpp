@@ -7,9 +7,7 @@
 #include <poll.h>
 #include <sys/wait.h>
 
-#include "isolated.hpp"
 #include "signals.hpp"
-#include "tree.hpp"
 
 namespace psych::launcher {
 
@@ -120,7 +118,7 @@ supervision supervise(control_channel& control, const watch& what) {
     }
     // With a tree-wide CPU budget, wake often enough to end it within a tenth of a second.
     const long long wait = what.tree_cpu_seconds ? std::min<long long>(left, cpu_check_ms) : left;
-    pollfd watched[2] = {{control.fd(), POLLIN, 0}, {what.signal_fd, POLLIN, 0}};
+    pollfd watched[2] = {{control.fd(), POLLIN, 0}, {what.signals.fd, POLLIN, 0}};
     const int ready = ::poll(watched, 2, static_cast<int>(wait));
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -128,17 +126,17 @@ supervision supervise(control_channel& control, const watch& what) {
       break;
     }
     if (watched[1].revents != 0) {
-      if (drain_signal_fd(what.signal_fd).termination) why = verdict{.ended = true, .cancelled = true};
+      if (what.signals.drain().termination) why = verdict{.ended = true, .cancelled = true};
       reap_ended(what.interpreter, ended);
     }
     if (watched[0].revents != 0 && !why.ended) read_control(control, what, timing, why);
   }
 
-  const sweep_result sweep = kill_tree(what.interpreter, ended, what.signal_fd);
+  const sweep_result sweep = kill_tree(what.interpreter, ended, what.signals, *what.tree);
   std::int64_t left_in_namespace = 0;
-  if (what.init_report_fd >= 0 && ended.reaped) {
+  if (what.init_reported && ended.reaped) {
     // Init outlived the interpreter only to say how it ended; its own status says nothing.
-    if (const auto report = read_init_report(what.init_report_fd)) {
+    if (const auto report = what.init_reported()) {
       ended.status = report->status;
       ended.usage = report->usage;
       left_in_namespace = report->leftovers;
@@ -155,7 +153,11 @@ supervision supervise(control_channel& control, const watch& what) {
     if (WIFSIGNALED(ended.status)) exit.signal = WTERMSIG(ended.status);
     exit.user_seconds = seconds(ended.usage.ru_utime);
     exit.system_seconds = seconds(ended.usage.ru_stime);
+#ifdef __APPLE__
+    exit.max_rss_bytes = static_cast<std::int64_t>(ended.usage.ru_maxrss);  // bytes on macOS
+#else
     exit.max_rss_bytes = static_cast<std::int64_t>(ended.usage.ru_maxrss) * 1024;  // KiB on Linux
+#endif
     exit.wall_seconds = std::chrono::duration<double>(ended.at - timing.started).count();
     // RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one for a child that caught it.
     // Judged by the status even when a cancel ended the watch: the host cancels as soon as the

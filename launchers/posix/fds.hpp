@@ -24,6 +24,14 @@ setup_result<void> check_inherited_fds();
 /// nothing else crosses into the interpreter.
 setup_result<void> arrange_child_fds(int bootstrap);
 
+/// Marks every open descriptor from `first` up close-on-exec: close_range where the kernel has
+/// it, else mark_listed_close_on_exec_from.
+setup_result<void> mark_close_on_exec_from(int first);
+
+/// The same through the listing of /dev/fd, one fcntl() per open descriptor: for a kernel without
+/// close_range (macOS), and testable where there is one.
+setup_result<void> mark_listed_close_on_exec_from(int first);
+
 /// In the launcher after the fork: it drops its copy of the channel (so the host sees EOF when
 /// the child's tree has gone) and points its own 1 and 2 at /dev/null, as it never writes there
 /// and must not keep the program's output pipes open after the program ends.
