@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -318,6 +319,10 @@ int launcher_process::wait(std::chrono::milliseconds timeout) {
   return -1;
 }
 
+void launcher_process::kill() {
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
+}
+
 std::string launcher_process::drain(int& fd) {
   std::string text;
   char buffer[4096];
@@ -433,6 +438,18 @@ execution run_program(const launch_dir& dir, const protocol::launch_frame& launc
 
   out.hello = decoded<protocol::hello_frame>(channel->next_line(in(frame_patience)));
   if (out.hello) channel->send(protocol::run_frame{.program = std::string(program)});
+  if (options.host_leaves_after || options.launcher_killed_after) {
+    std::this_thread::sleep_for(options.host_leaves_after.value_or(options.launcher_killed_after.value_or(0ms)));
+    if (!options.watched_marker.empty()) {
+      const auto until = in(10s);
+      while ((out.watched_before_leaving = wine_processes_with(options.watched_marker).size()) < options.watched_count &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(50ms);
+    }
+    if (options.host_leaves_after) control->close();
+    else process.kill();
+    return finish();
+  }
   if (options.cancel_after) {
     std::this_thread::sleep_for(*options.cancel_after);
     control->send(protocol::cancel_frame{.reason = options.cancel_reason});
@@ -441,6 +458,28 @@ execution run_program(const launch_dir& dir, const protocol::launch_frame& launc
   out.done = decoded<protocol::done_frame>(channel->next_line(in(wall + frame_patience)));
   out.exit = decoded<protocol::exit_frame>(control->next_line(in(wall + frame_patience)));
   return finish();
+}
+
+std::vector<pid_t> wine_processes_with(std::string_view marker) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    std::ifstream file(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+
+std::vector<pid_t> wait_until_gone(std::string_view marker, std::chrono::milliseconds timeout) {
+  const auto until = in(timeout);
+  auto left = wine_processes_with(marker);
+  while (!left.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+    left = wine_processes_with(marker);
+  }
+  return left;
 }
 
 }  // namespace psych::testing::windows

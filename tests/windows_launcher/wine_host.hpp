@@ -117,6 +117,8 @@ class launcher_process {
 
   /// Its exit status, waiting at most `timeout`; -1 if it had to be killed.
   int wait(std::chrono::milliseconds timeout = 30s);
+  /// SIGKILL, as a crash or an OOM killer would end it.
+  void kill();
   std::string drain_stdout() { return drain(stdout_); }
   std::string drain_stderr() { return drain(stderr_); }
 
@@ -151,6 +153,7 @@ struct execution {
   int launcher_status = -1;
   int dropped_connections = 0;
   double seconds = 0;  ///< from starting Wine to the launcher's exit
+  std::size_t watched_before_leaving = 0;  ///< run_options::watched_marker
 };
 
 struct run_options {
@@ -159,7 +162,20 @@ struct run_options {
   std::string cancel_reason = "cancelled";
   /// Connect to the listener before the launcher does and present this instead of the secret.
   std::optional<std::string> impostor_secret;
+  /// This long after `run`, the host goes away (closes control), or the launcher is killed.
+  std::optional<std::chrono::milliseconds> host_leaves_after, launcher_killed_after;
+  /// Before the host leaves or kills the launcher, it waits (up to 10 s) for this many processes
+  /// whose command line holds watched_marker, and counts them.
+  std::string watched_marker;
+  std::size_t watched_count = 0;
 };
+
+/// Waits up to `timeout` for no process to hold `marker`; the pids still holding it then.
+std::vector<pid_t> wait_until_gone(std::string_view marker, std::chrono::milliseconds timeout);
+
+/// The Linux pids of the Wine processes whose command line holds `marker` (a Windows process's
+/// command line shows in /proc/<pid>/cmdline under Wine).
+std::vector<pid_t> wine_processes_with(std::string_view marker);
 
 /// launch, started (or error), hello, run, done, exit: one whole execution of `program`.
 execution run_program(const launch_dir& dir, const protocol::launch_frame& launch, std::string_view program,
