@@ -39,6 +39,8 @@ setup_result<ending> wait_for_ending(control_channel& control, HANDLE process, c
   if (::WSAEventSelect(control.socket(), readable, FD_READ | FD_CLOSE) != 0)
     return fail(system_failure("supervise", "WSAEventSelect", static_cast<DWORD>(::WSAGetLastError()), "control"));
   const HANDLE waited[] = {process, readable};
+  // A frame that came in the same read as `launch` is queued already; no event will announce it.
+  if (auto line = control.next_line()) return ending_for(*line);
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock_type::now()).count();
     const DWORD result = ::WaitForMultipleObjects(2, waited, FALSE, static_cast<DWORD>(std::max<long long>(left, 0)));

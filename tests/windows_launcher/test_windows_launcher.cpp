@@ -215,6 +215,12 @@ TEST_CASE("the tree is killed with the job and verified empty") {
     CHECK(e.exit->cancelled);
     CHECK_FALSE(e.exit->limit_hit);
   }
+  SUBCASE("a cancel in the same write as the launch is not lost") {
+    const auto e = run_program(dir, default_launch(dir), "sleep 60", {.cancel_with_launch = true});
+    REQUIRE(e.exit);
+    CHECK(e.exit->cancelled);
+    CHECK(e.exit->wall_seconds < 5);
+  }
 }
 
 TEST_CASE("when the host goes away, the launcher ends the tree and exits 1 without exit") {

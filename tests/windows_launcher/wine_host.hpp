@@ -160,6 +160,8 @@ struct run_options {
   /// Send `cancel` (with this reason) this long after `run`.
   std::optional<std::chrono::milliseconds> cancel_after;
   std::string cancel_reason = "cancelled";
+  /// Send `cancel` in the same write as `launch`.
+  bool cancel_with_launch = false;
   /// Connect to the listener before the launcher does and present this instead of the secret.
   std::optional<std::string> impostor_secret;
   /// This long after `run`, the host goes away (closes control), or the launcher is killed.
