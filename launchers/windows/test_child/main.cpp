@@ -89,7 +89,9 @@ int run(int argc, wchar_t** argv) {
   if (!frame) return complain("the first frame from the host is neither run nor abort");
   if (std::holds_alternative<protocol::abort_frame>(frame.value())) return 0;
 
-  const auto outcome = run_program(std::get<protocol::run_frame>(frame.value()).program, argv[0], how.workspace);
+  wchar_t self[MAX_PATH * 2] = {};
+  const DWORD self_length = ::GetModuleFileNameW(nullptr, self, MAX_PATH * 2);
+  const auto outcome = run_program(std::get<protocol::run_frame>(frame.value()).program, {self, self_length}, how.workspace);
   protocol::done_frame done{.ok = !outcome.error, .error = outcome.error};
   done.value = json_text{protocol::encode_json(outcome.seen)};
   if (!send_all(channel, protocol::encode_frame(done))) return complain("the channel does not take done");
