@@ -68,7 +68,7 @@ int report_failure(control_channel& control, const setup_error& error, int statu
 
 int run() {
   WSADATA winsock{};
-  if (const int started = ::WSAStartup(MAKEWORD(2, 2), &winsock); started != 0) return exit_setup_failed;
+  if (::WSAStartup(MAKEWORD(2, 2), &winsock) != 0) return exit_setup_failed;
   auto host = host_address_from_environment();
   if (!host) return exit_refused;  // nowhere to report it: the host's address is what is missing
   auto control_socket = attach_to_host(host.value(), protocol::attached_stream::control);
@@ -80,6 +80,8 @@ int run() {
   auto environment = build_environment_block(launch.value().environment);
   if (!environment) return report_failure(control, environment.error(), exit_refused);
 
+  // A step that fails after the child exists leaves it in the job, whose handle closes as this
+  // returns: kill-on-close ends it.
   auto started = [&]() -> setup_result<std::pair<started_child, execution_job>> {
     PSYCH_TRY(auto channel, attach_to_host(host.value(), protocol::attached_stream::channel));
     PSYCH_TRY(auto job, execution_job::create(launch.value().limits));
