@@ -2,13 +2,12 @@
 // Checks of a launch frame's values that every launcher makes alike, before it creates anything:
 // the token, and the limits against the ceilings past which no real request lies. Each launcher
 // turns a refusal into its own `error` frame and adds what only it knows (paths, its OS's ceilings).
+// Like the rest of the protocol headers, it needs neither fmt nor anything of a host.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "psych/limits.hpp"
 
@@ -44,10 +43,10 @@ inline std::optional<launch_refusal> check_limits(const sandbox_limits& limits, 
   if (limits.cpu_seconds.value > max_seconds || limits.wall_seconds.value > max_seconds)
     return launch_refusal{"limits", "cpu_seconds and wall_seconds must be under a century"};
   if (limits.address_space_bytes.value > bytes.bytes() || limits.file_size_bytes.value > bytes.bytes())
-    return launch_refusal{"limits", fmt::format("address_space_bytes and file_size_bytes must be under 2^{}",
-                                                bytes.power_of_two)};
+    return launch_refusal{"limits", "address_space_bytes and file_size_bytes must be under 2^" +
+                                        std::to_string(bytes.power_of_two)};
   if (limits.process_count.value > max_processes)
-    return launch_refusal{"limits", fmt::format("process_count must be at most {}", max_processes)};
+    return launch_refusal{"limits", "process_count must be at most " + std::to_string(max_processes)};
   return std::nullopt;
 }
 
