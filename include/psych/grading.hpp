@@ -98,6 +98,13 @@ inline bool namespaces_held(const grading_expectation& e, const mechanism_report
   return all;
 }
 
+/// The Windows launcher's Job Object holds `expected` for the whole tree: the launcher read it back
+/// as set, and the child read the same from inside the job it runs in.
+inline bool job_holds(const mechanism_report& m, const child_report& c, std::int64_t job_readback::*limit,
+                      std::int64_t expected) {
+  return m.job.in_job && c.job.in_job && expected >= 0 && m.job.*limit == expected && c.job.*limit == expected;
+}
+
 inline bool only_the_built_root(const mechanism_report& m, const child_report& c) {
   return !m.root_entries.empty() && !c.root_entries.empty() &&
          std::all_of(c.root_entries.begin(), c.root_entries.end(),
@@ -151,6 +158,18 @@ inline enforcement grade_network(const grading_expectation& e, const mechanism_r
 
 inline enforcement grade_process_tree(const grading_expectation& e, const mechanism_report& m,
                                       const child_report& c, std::vector<std::string>& problems) {
+  // Windows: a Job Object the tree cannot break away from, and whose last handle's close ends it.
+  if (m.job.in_job) {
+    const auto holds = [](const job_readback& job) { return job.in_job && job.kill_on_close && job.breakaway_forbidden; };
+    if (holds(m.job) && holds(c.job)) return enforcement::enforced;
+    if (c.job.in_job) {
+      // Still the launcher ends the job and counts what is left (grade_exit lowers this then).
+      problems.emplace_back("process_tree: the Job Object did not read back kill-on-close with breakaway forbidden");
+      return enforcement::unverified;
+    }
+    problems.emplace_back("process_tree: the child did not observe itself in a Job Object");
+    return enforcement::unavailable;
+  }
   // In its own pid namespace, under the sandbox's init: init's end kills every process in it.
   if (has(m.namespaces, "pid")) {
     if (namespace_held(e, m, c, "pid") && c.ppid == 1) return enforcement::enforced;
@@ -250,19 +269,21 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   // RLIMIT_CPU is per process: a tree of spinners gets one allowance each. Only the launcher's
   // reading of the cgroup's CPU time, held outside the sandbox like the wall clock, covers the
   // tree, and it counts only where the child itself read that same accounting from inside.
-  const bool cpu_tree = m.cpu_tree_limit && c.cgroup_cpu_usage_us >= 0;
+  const auto cpu_seconds = static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value));
+  const bool cpu_tree = (m.cpu_tree_limit && c.cgroup_cpu_usage_us >= 0) ||
+                        detail::job_holds(m, c, &job_readback::cpu_seconds, cpu_seconds);
   if (m.cpu_tree_limit && !cpu_tree)
     problems.emplace_back("cpu: the child could not read the CPU accounting the launcher budgets the tree by");
-  g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds,
-                               static_cast<std::int64_t>(std::ceil(want.cpu_seconds.value)), cpu_tree, problems);
+  g.cpu = detail::grade_rlimit("cpu", seen.cpu_seconds, set.cpu_seconds, cpu_seconds, cpu_tree, problems);
   // The cgroup's memory limit covers the whole tree (and /tmp's pages), but only counts where the
   // child read the very limit back from inside.
   const auto memory_bytes = static_cast<std::int64_t>(want.address_space_bytes.value);
   const bool memory_cgroup = cgroup && c.cgroup_memory_limit == memory_bytes;
   if (cgroup && !memory_cgroup)
     problems.emplace_back("memory: the child did not read its cgroup's memory limit back as set");
+  const bool memory_job = detail::job_holds(m, c, &job_readback::memory_bytes, memory_bytes);
   g.memory = m.address_space_limit ? detail::grade_rlimit("memory", seen.address_space_bytes, set.address_space_bytes,
-                                                          memory_bytes, memory_cgroup, problems)
+                                                          memory_bytes, memory_cgroup || memory_job, problems)
                                    : enforcement::unavailable;
   // A file-size cap is per write, not per tree: the rlimit read back is the whole guarantee.
   g.file_size = detail::grade_rlimit("file_size", seen.file_size_bytes, set.file_size_bytes,
@@ -272,7 +293,12 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   const auto nproc = detail::grade_rlimit(
       "process_count", seen.process_count, set.process_count,
       static_cast<std::int64_t>(want.process_count.value) + m.process_count_base, true, problems);
-  g.process_count = weakest(nproc, e.run_as_uid ? g.identity : enforcement::unverified);
+  // A Job Object's active process limit counts the tree, whatever account it runs as.
+  const auto process_count = static_cast<std::int64_t>(want.process_count.value);
+  const bool process_count_job = detail::job_holds(m, c, &job_readback::active_processes_limit, process_count);
+  g.process_count = weakest(nproc, e.run_as_uid        ? g.identity
+                                   : process_count_job ? enforcement::enforced
+                                                       : enforcement::unverified);
   // The clock is held outside the sandbox, by the launcher and the host.
   g.wall_clock = enforcement::enforced;
   g.environment = detail::grade_environment(e, c, problems);
@@ -281,11 +307,14 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   // One program per execution starts in a fresh, empty workspace, or not at all.
   const bool fresh_workspace = c.cwd_is_workspace && c.workspace_entries == 0;
   if (!fresh_workspace) problems.emplace_back("workspace: the child does not start in the fresh, empty workspace");
+  // Windows has no file-size cap (no rlimit, nothing in a Job Object): there file_size is
+  // unavailable, honestly, and the floor stands on the job without it (docs/windows-launcher.md).
+  const bool file_size_offered = !m.job.in_job;
   const bool floor = fresh_workspace && g.process_tree != enforcement::unavailable &&
                      g.environment == enforcement::enforced &&
                      g.cpu != enforcement::unavailable &&
                      (g.memory != enforcement::unavailable || !m.address_space_limit) &&
-                     g.file_size != enforcement::unavailable && c.pid > 0;
+                     (g.file_size != enforcement::unavailable || !file_size_offered) && c.pid > 0;
   // A kernel boundary: namespaces the child observed as its own, a filesystem and network it
   // could not reach out of, a tree under its own init, and a dedicated uid where the worker could
   // give one (an unprivileged worker maps its own uid: identity stays unavailable, honestly).

@@ -27,6 +27,20 @@ struct applied_rlimits {
   std::int64_t core_bytes = -1;
 };
 
+/// A Windows Job Object as QueryInformationJobObject reads it back after the launcher set it: by
+/// the launcher for its job handle (mechanism_report.job), and by the child for the job it runs in
+/// (child_report.job). Nothing here is what was asked for: a flag or limit that reads back unset
+/// (Wine reads every limit back as 0) is false or -1, and is graded as absent.
+struct job_readback {
+  bool in_job = false;              ///< the launcher made one / the child observed being in one
+  bool kill_on_close = false;       ///< JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+  bool breakaway_forbidden = false; ///< a job is set and neither BREAKAWAY_OK nor SILENT_BREAKAWAY_OK
+  bool ui_restricted = false;       ///< every JOB_OBJECT_UILIMIT_* class
+  std::int64_t active_processes_limit = -1;  ///< ActiveProcessLimit
+  std::int64_t memory_bytes = -1;            ///< JobMemoryLimit: committed memory of the whole tree
+  std::int64_t cpu_seconds = -1;             ///< PerJobUserTimeLimit, whole seconds rounded up
+};
+
 enum class seccomp_state { none, filter };
 PSYCH_ENUM_NAMES(seccomp_state, "none", "filter");
 
@@ -56,6 +70,8 @@ struct mechanism_report {
   /// false: the platform has no address-space limit its interpreter respects (macOS), so none was
   /// set; memory is graded unavailable, which keeps nothing below the PROCESS level.
   bool address_space_limit = true;
+  /// The Windows launcher's Job Object, read back; in_job false everywhere else.
+  job_readback job;
 };
 
 struct child_rlimits {
@@ -113,16 +129,20 @@ struct child_report {
   /// Its cgroup's CPU time so far (µs) read from inside; -1: no accounting it can see.
   std::int64_t cgroup_cpu_usage_us = -1;
   std::string python;
+  /// The Job Object the child runs in, read from inside (Windows); in_job false elsewhere.
+  job_readback job;
 };
 
 }  // namespace psych
 
 BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::job_readback, in_job, kill_on_close, breakaway_forbidden, ui_restricted,
+                        active_processes_limit, memory_bytes, cpu_seconds);
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
                         landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
                         rlimits, process_count_base, root_entries, cpu_tree_limit, seatbelt, uid_sweep,
-                        address_space_limit);
+                        address_space_limit, job);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);
@@ -132,4 +152,4 @@ BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, eui
                         no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
                         cwd_is_workspace, workspace_entries, namespace_ids, root_entries, uid_map,
                         gid_map, capabilities_effective, capabilities_bounding, network_routes,
-                        cgroup_memory_limit, cgroup_pids_limit, cgroup_cpu_usage_us, python);
+                        cgroup_memory_limit, cgroup_pids_limit, cgroup_cpu_usage_us, python, job);

@@ -6,16 +6,11 @@
 #include <fmt/format.h>
 
 #include "psych/limits.hpp"
+#include "psych/protocol/launch_checks.hpp"
 
 namespace psych::launcher {
 
 namespace {
-
-// Ceilings past which a limit cannot be a real request and would overflow the rlimit or
-// timer arithmetic: a century of CPU or wall clock, 2^62 bytes, the kernel's pid_max.
-constexpr double max_seconds = 100.0 * 365 * 24 * 3600;
-constexpr std::uint64_t max_bytes = std::uint64_t{1} << 62;
-constexpr std::uint64_t max_processes = std::uint64_t{1} << 22;
 
 bool absolute_path(const std::string& path) {
   return !path.empty() && path.front() == '/' && path.find('\0') == std::string::npos;
@@ -33,19 +28,8 @@ setup_result<void> validate_launch(const protocol::launch_frame& launch, isolati
   if (launch.isolation == isolation_level::isolated && launch.network != network_access::none)
     return fail(refusal("isolation", "isolation=isolated with a network grant is not offered: the sandbox's "
                                      "network namespace holds only a downed loopback (network_not_offered)"));
-  // The token travels as an argument; hex keeps it free of NULs and shell surprises.
-  if (launch.token.empty() || launch.token.size() > 128 ||
-      !std::all_of(launch.token.begin(), launch.token.end(), [](unsigned char c) { return std::isxdigit(c); }))
-    return fail(refusal("launch", "token must be 1 to 128 hex digits"));
-
-  if (auto valid = validate_limits(launch.limits); !valid) return fail(from_error("limits", valid.error()));
-  const auto& limits = launch.limits;
-  if (limits.cpu_seconds.value > max_seconds || limits.wall_seconds.value > max_seconds)
-    return fail(refusal("limits", "cpu_seconds and wall_seconds must be under a century"));
-  if (limits.address_space_bytes.value > max_bytes || limits.file_size_bytes.value > max_bytes)
-    return fail(refusal("limits", "address_space_bytes and file_size_bytes must be under 2^62"));
-  if (limits.process_count.value > max_processes)
-    return fail(refusal("limits", fmt::format("process_count must be at most {}", max_processes)));
+  for (const auto& refused : {protocol::check_token(launch.token), protocol::check_limits(launch.limits, {62})})
+    if (refused) return fail(refusal(refused->stage, refused->message));
   if (launch.open_files <= 0 || launch.open_files > (std::int64_t{1} << 30))
     return fail(refusal("limits", "open_files must be a positive count"));
 

@@ -488,6 +488,40 @@ child_report macos_observed() {
   return c;
 }
 
+/// What the Windows launcher reports when its Job Object reads every limit back (real Windows),
+/// and what its child reads from inside that job.
+job_readback windows_job() {
+  return {.in_job = true, .kill_on_close = true, .breakaway_forbidden = true, .ui_restricted = true,
+          .active_processes_limit = 64, .memory_bytes = 512 << 20, .cpu_seconds = 10};
+}
+
+grading_expectation windows_expectation() {
+  auto e = expectation();
+  e.run_as_uid.reset();
+  e.run_as_gid.reset();
+  e.limits.process_count.value = 64;
+  return e;
+}
+
+mechanism_report windows_applied() {
+  mechanism_report m;
+  m.fds_closed = m.environment_built = true;
+  m.rlimits = {.cpu_seconds = 10, .address_space_bytes = 512 << 20, .process_count = 64};
+  m.job = windows_job();
+  return m;
+}
+
+child_report windows_observed() {
+  auto c = observed();
+  c.uid = c.euid = c.gid = c.egid = -1;
+  c.pgid = c.sid = 0;
+  c.seccomp_mode = -1;
+  c.rlimits = {.cpu_seconds = {10, 10}, .address_space_bytes = {512 << 20, 512 << 20}, .process_count = {64, 64}};
+  c.network = {.ipv4 = {probe_outcome::skipped, 0}, .ipv6 = {probe_outcome::skipped, 0}};
+  c.job = windows_job();
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("the macOS launcher's report grades as the spec's honest limits say") {
@@ -529,5 +563,47 @@ TEST_CASE("the macOS launcher's report grades as the spec's honest limits say") 
     auto e = expectation();
     e.requested = isolation_level::isolated;
     CHECK(grade_containment(e, macos_applied(true), macos_observed()).achieved == isolation_level::process);
+  }
+}
+
+TEST_CASE("a Windows Job Object: tree-wide limits graded from what the job read back") {
+  const auto e = windows_expectation();
+  SUBCASE("read back in full, by the launcher and from inside: PROCESS, the job's limits enforced") {
+    const auto g = grade_containment(e, windows_applied(), windows_observed());
+    CHECK(g.achieved == isolation_level::process);
+    CHECK(g.grades.process_tree == enforcement::enforced);
+    CHECK(g.grades.cpu == enforcement::enforced);
+    CHECK(g.grades.memory == enforcement::enforced);
+    CHECK(g.grades.process_count == enforcement::enforced);
+    CHECK(g.grades.identity == enforcement::unavailable);  // the worker's own account
+    CHECK(g.grades.filesystem == enforcement::unavailable);
+    CHECK(g.grades.file_size == enforcement::unavailable);  // Windows has no file-size cap
+  }
+  SUBCASE("every limit reads back as unset (Wine): nothing is enforced, and the floor is not reached") {
+    auto m = windows_applied();
+    auto c = windows_observed();
+    m.job = c.job = job_readback{.in_job = true};
+    m.rlimits = {};
+    c.rlimits = {};
+    const auto g = grade_containment(e, m, c);
+    CHECK_FALSE(g.achieved);
+    CHECK(g.grades.process_tree == enforcement::unverified);
+    CHECK(g.grades.cpu == enforcement::unavailable);
+    CHECK(g.grades.memory == enforcement::unavailable);
+    CHECK(g.grades.process_count == enforcement::unavailable);
+  }
+  SUBCASE("the child does not see the job's limit the launcher read back: per process only") {
+    auto c = windows_observed();
+    c.job.memory_bytes = -1;
+    const auto g = grade_containment(e, windows_applied(), c);
+    CHECK(g.grades.memory == enforcement::unverified);
+    CHECK(g.grades.cpu == enforcement::enforced);
+  }
+  SUBCASE("a child outside the job: no process tree") {
+    auto c = windows_observed();
+    c.job = {};
+    const auto g = grade_containment(e, windows_applied(), c);
+    CHECK(g.grades.process_tree == enforcement::unavailable);
+    CHECK_FALSE(g.achieved);
   }
 }

@@ -1,0 +1,26 @@
+#include "failure.hpp"
+
+#include <fmt/format.h>
+
+#include "text.hpp"
+
+namespace psych::windows {
+
+setup_error system_failure(std::string_view stage, std::string_view call, DWORD error, std::string_view what) {
+  return setup_error{std::string(stage), std::string(call), static_cast<std::int64_t>(error),
+                     fmt::format("{}({}): {}", call, what, error_text(error))};
+}
+
+setup_error last_error(std::string_view stage, std::string_view call, std::string_view what) {
+  return system_failure(stage, call, ::GetLastError(), what);
+}
+
+setup_error refusal(std::string_view stage, std::string message) {
+  return setup_error{std::string(stage), "", 0, std::move(message)};
+}
+
+setup_error from_error(std::string_view stage, const psych::error& error) {
+  return setup_error{std::string(stage), "", 0, error.message()};
+}
+
+}  // namespace psych::windows

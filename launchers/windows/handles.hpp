@@ -1,0 +1,51 @@
+#pragma once
+// Handles the launcher owns, and the few it lets the child inherit. The child gets exactly the
+// handles of inherited_handles, named in PROC_THREAD_ATTRIBUTE_HANDLE_LIST (spawn.cpp): any other
+// handle of the launcher, inheritable or not (one it inherited from its own parent included),
+// stays out.
+#include <vector>
+
+#include <windows.h>
+
+#include "failure.hpp"
+#include "unique_resource.hpp"
+
+namespace psych::windows {
+
+struct handle_traits {
+  using type = HANDLE;
+  static constexpr HANDLE empty = nullptr;
+  /// Win32 calls fail with either nullptr or INVALID_HANDLE_VALUE, depending on the call.
+  static bool valid(HANDLE handle) noexcept { return handle != nullptr && handle != INVALID_HANDLE_VALUE; }
+  static void release(HANDLE handle) noexcept { ::CloseHandle(handle); }
+};
+
+/// One HANDLE, closed with the object that owns it.
+using unique_handle = unique_resource<handle_traits>;
+
+/// The child's standard handles and the read end of its handover pipe, each an inheritable handle
+/// of the launcher's own.
+struct inherited_handles {
+  unique_handle input;     ///< NUL: the program reads nothing
+  unique_handle output;    ///< a duplicate of the launcher's stdout
+  unique_handle error;     ///< a duplicate of the launcher's stderr
+  unique_handle handover;  ///< the pipe the channel arrives on (channel.hpp)
+
+  /// Every handle above, in the order the attribute list names them.
+  [[nodiscard]] std::vector<HANDLE> list() const;
+};
+
+struct prepared_handles {
+  inherited_handles inherited;
+  unique_handle handover_writer;  ///< the launcher's end of the handover pipe, not inheritable
+};
+
+/// NUL for stdin, inheritable duplicates of the launcher's stdout and stderr, and the handover
+/// pipe, of which only the child's end is inheritable.
+setup_result<prepared_handles> prepare_inherited_handles();
+
+/// Closes the launcher's own stdout and stderr once the child holds its duplicates, so the host
+/// reads end of file on the program's output as soon as the program's tree is gone.
+void release_standard_output();
+
+}  // namespace psych::windows
