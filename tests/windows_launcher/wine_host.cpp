@@ -139,6 +139,7 @@ wine_prefix& wine_prefix::shared() {
 
 wine_prefix::wine_prefix() : dir_("psych-wine") {
   std::filesystem::create_directories(dir_.path() / "home");
+  std::filesystem::create_directories(dir_.path() / "tmp");
   const auto start = std::chrono::steady_clock::now();
   // The first Wine process creates the prefix; wineboot does only that.
   run_and_wait({std::string(wine64_path), "wineboot", "--init"}, environment());
@@ -163,7 +164,10 @@ std::vector<std::string> wine_prefix::environment() const {
   return {"WINEPREFIX=" + (dir_.path() / "prefix").string(),
           // Wine's own diagnostics off; no Mono or Gecko installer offered while the prefix is made.
           "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree=;mshtml=",
-          "HOME=" + (dir_.path() / "home").string(), "PATH=/usr/local/bin:/usr/bin:/bin"};
+          "HOME=" + (dir_.path() / "home").string(),
+          // Debian's Wine makes its server's socket directory under TMPDIR (/tmp/wine-XXXXXX) and
+          // leaves it behind when the server exits; inside the prefix's directory it goes with it.
+          "TMPDIR=" + (dir_.path() / "tmp").string(), "PATH=/usr/local/bin:/usr/bin:/bin"};
 }
 
 // ---- frame_socket ----------------------------------------------------------------
