@@ -1,0 +1,116 @@
+#pragma once
+// What the Windows launcher's test host needs of the system it runs on, one implementation per
+// host: host_os_wine.cpp drives the launcher under Wine from Linux (a throwaway WINEPREFIX,
+// fork, /proc), host_os_windows.cpp drives it natively on Windows (CreateProcessW, a Toolhelp
+// census); host_os_common.cpp is what both share (loopback TCP). launcher_host.cpp, the
+// contract's host side, is the same on both.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace psych::testing::windows::os {
+
+using deadline = std::chrono::steady_clock::time_point;
+/// A process id as the host's system numbers it (a Linux pid under Wine, a Windows pid natively).
+using process_id = std::int64_t;
+
+/// Why the launcher cannot be run here (it was not built, no wine64), or nullopt.
+std::optional<std::string> why_launcher_cannot_run();
+
+/// Whether the launcher runs under Wine, whose Job Object keeps no limits (docs/windows-launcher.md);
+/// on Windows itself a limit that does not read back is a failure, never a skip.
+bool under_wine();
+
+/// Seconds spent making the place the launcher runs in (the Wine prefix; 0 on Windows), made on
+/// first use.
+double setup_seconds();
+
+/// `path` as the launcher names it: Wine's Z: drive under Wine, itself on Windows.
+std::string launcher_path_of(const std::filesystem::path& path);
+
+/// The contract-speaking test child (launchers/windows/test_child), as the host sees it.
+std::filesystem::path test_child();
+
+/// `bytes` bytes from the system's source of randomness.
+std::string random_bytes(std::size_t bytes);
+/// The same, as hex digits (host_os_common.cpp).
+std::string random_hex(std::size_t bytes);
+
+/// A fresh directory of the host's temp dir, owner-only, removed with everything in it.
+class scratch_dir {
+ public:
+  explicit scratch_dir(const std::string& prefix);
+  ~scratch_dir();
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::filesystem::path file(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// ---- loopback TCP (host_os_common.cpp) ------------------------------------------------------
+
+#ifdef _WIN32
+using socket_handle = std::uintptr_t;  // SOCKET
+inline constexpr socket_handle no_socket = ~socket_handle{0};
+#else
+using socket_handle = int;
+inline constexpr socket_handle no_socket = -1;
+#endif
+
+/// A listener on 127.0.0.1 at a port of the system's choosing, which `port` receives. Throws.
+socket_handle listen_on_loopback(std::uint16_t& port);
+/// One waiting connection, or no_socket.
+socket_handle accept_connection(socket_handle listener);
+/// A connection to 127.0.0.1:port, or no_socket.
+socket_handle connect_to_loopback(std::uint16_t port);
+/// Whether `socket` has something to read (or end of file) before `until`.
+bool readable_before(socket_handle socket, deadline until);
+/// What one receive returned: bytes, 0 at end of file, negative on an error.
+std::ptrdiff_t receive_some(socket_handle socket, char* buffer, std::size_t size);
+/// All of `bytes`, or false when the peer is gone.
+bool send_all(socket_handle socket, std::string_view bytes);
+void close_socket(socket_handle socket);
+
+// ---- the launcher ------------------------------------------------------------------------
+
+/// psych-launch-windows.exe: stdin the file `stdin_file` (a decoy no child may inherit), stdout
+/// and stderr pipes the host drains, `extra_environment` added to what the host's system gives
+/// it (the Wine prefix's variables; the test binary's own environment on Windows).
+class launcher_process {
+ public:
+  launcher_process(const std::vector<std::pair<std::string, std::string>>& extra_environment,
+                   const std::filesystem::path& stdin_file);
+  ~launcher_process();  ///< ends a launcher a failed test left running
+  launcher_process(const launcher_process&) = delete;
+  launcher_process& operator=(const launcher_process&) = delete;
+
+  /// Its exit status, waiting at most `timeout`; -1 if it was killed or had to be.
+  int wait(std::chrono::milliseconds timeout);
+  /// Ends it at once, as a crash or an OOM killer would.
+  void kill();
+  /// What it (and its program) wrote, once it has exited: read to end of file, 5 s at most.
+  std::string drain_stdout();
+  std::string drain_stderr();
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> state_;
+};
+
+/// The processes of the host's system whose command line holds `marker`.
+std::vector<process_id> processes_with(std::string_view marker);
+/// Ends a process this test started, by id.
+void kill_process(process_id process);
+
+}  // namespace psych::testing::windows::os
