@@ -4,6 +4,7 @@
 // fork, /proc), host_os_windows.cpp drives it natively on Windows (CreateProcessW, a Toolhelp
 // census); host_os_common.cpp is what both share (loopback TCP). launcher_host.cpp, the
 // contract's host side, is the same on both.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,9 +29,9 @@ std::optional<std::string> why_launcher_cannot_run();
 /// on Windows itself a limit that does not read back is a failure, never a skip.
 bool under_wine();
 
-/// Seconds spent making the place the launcher runs in (the Wine prefix; 0 on Windows), made on
-/// first use.
-double setup_seconds();
+/// Seconds this binary spent making the place the launcher runs in (the Linux host's Wine prefix,
+/// made on first use); nullopt where it made none.
+std::optional<double> setup_seconds();
 
 /// `path` as the launcher names it: Wine's Z: drive under Wine, itself on Windows.
 std::string launcher_path_of(const std::filesystem::path& path);
@@ -38,24 +39,15 @@ std::string launcher_path_of(const std::filesystem::path& path);
 /// The contract-speaking test child (launchers/windows/test_child), as the host sees it.
 std::filesystem::path test_child();
 
-/// `bytes` bytes from the system's source of randomness.
-std::string random_bytes(std::size_t bytes);
-/// The same, as hex digits (host_os_common.cpp).
+/// `bytes` bytes from the system's source of randomness, as hex digits.
 std::string random_hex(std::size_t bytes);
 
-/// A fresh directory of the host's temp dir, owner-only, removed with everything in it.
-class scratch_dir {
- public:
-  explicit scratch_dir(const std::string& prefix);
-  ~scratch_dir();
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::filesystem::path file(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+/// What is left of `until`, in milliseconds for poll or WSAPoll: at most a minute, so a caller's
+/// loop looks at its deadline again.
+inline int milliseconds_until(deadline until) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
+}
 
 // ---- loopback TCP (host_os_common.cpp) ------------------------------------------------------
 

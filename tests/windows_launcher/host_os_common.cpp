@@ -1,5 +1,5 @@
-// What both hosts of host_os.hpp share: loopback TCP over Berkeley sockets (Winsock's few
-// differences kept here, side by side), and random bytes as hex.
+// What both hosts of host_os.hpp share: loopback TCP over Berkeley sockets, Winsock's few
+// differences kept here side by side.
 #ifdef _WIN32
 #include <winsock2.h>
 #include <ws2tcpip.h>
@@ -87,26 +87,10 @@ sockaddr_in loopback(std::uint16_t port) {
   return address;
 }
 
-/// At most a minute at a time: a caller's loop looks at its deadline again.
-int milliseconds_until(deadline until) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
-}
-
 /// One call's worth of bytes: Winsock counts in int.
 int chunk(std::size_t size) { return static_cast<int>(std::min<std::size_t>(size, std::size_t{1} << 20)); }
 
 }  // namespace
-
-std::string random_hex(std::size_t bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  for (const unsigned char c : random_bytes(bytes)) {
-    hex.push_back(digits[c >> 4]);
-    hex.push_back(digits[c & 15]);
-  }
-  return hex;
-}
 
 socket_handle listen_on_loopback(std::uint16_t& port) {
   const native_socket socket = tcp_socket();

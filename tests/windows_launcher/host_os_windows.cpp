@@ -7,10 +7,15 @@
 #include <winternl.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "host_os.hpp"
+#include "launchers/windows/environment.hpp"
+#include "launchers/windows/text.hpp"
 
 namespace psych::testing::windows::os {
 
@@ -19,24 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string win32_error_text(const char* call, DWORD error = ::GetLastError()) {
-  return std::string(call) + " failed: Win32 error " + std::to_string(error);
-}
-
-std::wstring wide(std::string_view text) {
-  if (text.empty()) return {};
-  const int size = ::MultiByteToWideChar(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), nullptr, 0);
-  std::wstring out(static_cast<std::size_t>(size), L'\0');
-  ::MultiByteToWideChar(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), out.data(), size);
-  return out;
-}
-
-std::string narrow(std::wstring_view text) {
-  if (text.empty()) return {};
-  const int size =
-      ::WideCharToMultiByte(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), nullptr, 0, nullptr, nullptr);
-  std::string out(static_cast<std::size_t>(size), '\0');
-  ::WideCharToMultiByte(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), out.data(), size, nullptr, nullptr);
-  return out;
+  return std::string(call) + " failed: " + psych::windows::error_text(error);
 }
 
 /// The directory of this test binary, where the Windows build puts the launcher and the child.
@@ -49,26 +37,23 @@ std::filesystem::path own_directory() {
 
 std::filesystem::path launcher_exe() { return own_directory() / "psych-launch-windows.exe"; }
 
-/// The environment block the launcher gets: this binary's own, with `extra` added (replacing a
-/// variable of the same name, which Windows compares without case).
+/// The environment block the launcher gets: this binary's own, with `extra` set, built by the
+/// launcher's own builder (sorted, one name per variable whatever its case).
 std::wstring environment_block(const std::vector<std::pair<std::string, std::string>>& extra) {
-  std::vector<std::wstring> variables;
+  std::map<std::string, std::string> variables;
   if (wchar_t* own = ::GetEnvironmentStringsW()) {
-    for (const wchar_t* entry = own; *entry != L'\0'; entry += std::wcslen(entry) + 1) variables.emplace_back(entry);
+    for (const wchar_t* entry = own; *entry != L'\0'; entry += std::wcslen(entry) + 1) {
+      const auto text = psych::windows::narrow(entry);
+      // "=C:=C:\dir": cmd.exe's per-drive directories, which are no variables.
+      if (const auto equals = text.find('=', 1); equals != std::string::npos)
+        variables.emplace(text.substr(0, equals), text.substr(equals + 1));
+    }
     ::FreeEnvironmentStringsW(own);
   }
-  for (const auto& [name, value] : extra) {
-    const auto key = wide(name) + L"=";
-    std::erase_if(variables, [&](const std::wstring& v) {
-      return v.size() >= key.size() && ::CompareStringOrdinal(v.data(), static_cast<int>(key.size()), key.data(),
-                                                              static_cast<int>(key.size()), TRUE) == CSTR_EQUAL;
-    });
-    variables.push_back(key + wide(value));
-  }
-  std::wstring block;
-  for (const auto& v : variables) block += v + L'\0';
-  block += L'\0';
-  return block;
+  for (const auto& [name, value] : extra) variables[name] = value;
+  auto block = psych::windows::build_environment_block(variables);
+  if (!block) throw std::runtime_error("the launcher's environment: " + block.error().message);
+  return std::move(block).value();
 }
 
 /// The command line of another process, read from its PEB (Windows has no call that returns it
@@ -123,33 +108,20 @@ std::optional<std::string> why_launcher_cannot_run() {
 // Wine's ntdll exports its version; Windows' does not.
 bool under_wine() { return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr; }
 
-double setup_seconds() { return 0; }
+std::optional<double> setup_seconds() { return std::nullopt; }
 
-std::string launcher_path_of(const std::filesystem::path& path) { return narrow(path.lexically_normal().native()); }
+std::string launcher_path_of(const std::filesystem::path& path) { return psych::windows::narrow(path.lexically_normal().native()); }
 
 std::filesystem::path test_child() { return own_directory() / "psych-windows-test-child.exe"; }
 
-std::string random_bytes(std::size_t bytes) {
+std::string random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
   if (!BCRYPT_SUCCESS(::BCryptGenRandom(nullptr, reinterpret_cast<PUCHAR>(raw.data()), static_cast<ULONG>(bytes),
                                         BCRYPT_USE_SYSTEM_PREFERRED_RNG)))
     throw std::runtime_error("BCryptGenRandom failed");
-  return raw;
-}
-
-// The account's own temp dir (%TEMP%), which other accounts cannot read by default.
-scratch_dir::scratch_dir(const std::string& prefix) {
-  for (int attempt = 0; attempt < 8 && path_.empty(); ++attempt) {
-    auto candidate = std::filesystem::temp_directory_path() / (prefix + "-" + random_hex(6));
-    if (std::filesystem::create_directory(candidate)) path_ = std::move(candidate);
-  }
-  if (path_.empty()) throw std::runtime_error("no fresh directory could be made in " +
-                                              std::filesystem::temp_directory_path().string());
-}
-
-scratch_dir::~scratch_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
+  std::string hex;
+  for (const char byte : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
 }
 
 // ---- the launcher ------------------------------------------------------------------------
@@ -235,7 +207,7 @@ std::vector<process_id> processes_with(std::string_view marker) {
   std::vector<process_id> found;
   HANDLE snapshot = ::CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
   if (snapshot == INVALID_HANDLE_VALUE) throw std::runtime_error(win32_error_text("CreateToolhelp32Snapshot"));
-  const auto wanted = wide(marker);
+  const auto wanted = psych::windows::widen(marker);
   PROCESSENTRY32W entry{};
   entry.dwSize = sizeof entry;
   for (BOOL more = ::Process32FirstW(snapshot, &entry); more; more = ::Process32NextW(snapshot, &entry)) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "host_os.hpp"
+#include "posix.hpp"  // src/host: host::random_hex
 #include "temp_dir.hpp"
 
 namespace psych::testing::windows::os {
@@ -70,11 +71,6 @@ int run_and_wait(std::vector<std::string> argv, std::vector<std::string> environ
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-int poll_ms(deadline until) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
 }
 
 /// A WINEPREFIX of its own in a temp dir, made on first use (wineboot) and ended with the test
@@ -136,7 +132,7 @@ std::string drain(int& fd) {
   const auto until = std::chrono::steady_clock::now() + 5s;
   while (fd >= 0) {
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, poll_ms(until)) <= 0) break;
+    if (::poll(&p, 1, milliseconds_until(until)) <= 0) break;
     const auto n = ::read(fd, buffer, sizeof buffer);
     if (n <= 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
@@ -159,7 +155,7 @@ std::optional<std::string> why_launcher_cannot_run() {
 
 bool under_wine() { return true; }
 
-double setup_seconds() { return wine_prefix::shared().creation_seconds(); }
+std::optional<double> setup_seconds() { return wine_prefix::shared().creation_seconds(); }
 
 std::string launcher_path_of(const std::filesystem::path& path) {
   std::string out = "Z:" + path.string();
@@ -169,22 +165,7 @@ std::string launcher_path_of(const std::filesystem::path& path) {
 
 std::filesystem::path test_child() { return std::string(test_child_exe); }
 
-std::string random_bytes(std::size_t bytes) {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  std::string raw(bytes, '\0');
-  if (!urandom.read(raw.data(), static_cast<std::streamsize>(bytes))) throw std::runtime_error("/dev/urandom: short read");
-  return raw;
-}
-
-scratch_dir::scratch_dir(const std::string& prefix) {
-  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error(system_error_text("mkdtemp"));
-  path_ = pattern;
-}
-scratch_dir::~scratch_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
+std::string random_hex(std::size_t bytes) { return host::random_hex(bytes); }
 
 // ---- the launcher ------------------------------------------------------------------------
 

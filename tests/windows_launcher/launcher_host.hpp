@@ -17,6 +17,7 @@
 #include "psych/protocol/frames.hpp"
 #include "psych/protocol/json.hpp"
 #include "psych/protocol/line_reader.hpp"
+#include "temp_dir.hpp"
 
 namespace psych::testing::windows {
 
@@ -82,7 +83,7 @@ struct launch_dir {
   launch_dir();
   launch_dir(const launch_dir&) = delete;
   launch_dir& operator=(const launch_dir&) = delete;
-  os::scratch_dir root;
+  temp_dir root;
   std::filesystem::path workspace, tmp, canary, decoy;
 };
 

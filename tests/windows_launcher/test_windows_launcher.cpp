@@ -95,8 +95,8 @@ TEST_CASE("the child runs in the job, and every grade is what the job read back"
   const auto launch = default_launch(dir);
   const auto e = run_program(dir, launch, "print hello from the child");
   check_completed(e);
-  MESSAGE("the place the launcher runs in (a Wine prefix) was made in " << os::setup_seconds()
-                                                                          << " s; this launch took " << e.seconds << " s");
+  if (const auto seconds = os::setup_seconds()) MESSAGE("the Wine prefix was made in " << *seconds << " s");
+  MESSAGE("this launch took " << e.seconds << " s");
   const auto& applied = e.started->mechanisms;
   const auto& seen = e.hello->report;
   CHECK(e.hello->token == launch.token);
