@@ -1,7 +1,7 @@
 # What every launcher's build does alike: embed the bootstrap, precompiled by the build machine's own
 # interpreter (compile_bootstrap.py) and turned into a header of bytes (embed_bootstrap.cmake); and
 # put the executable where the CLI and the library find it, in the build tree as installed.
-set(PSYCH_BOOTSTRAP_SOURCE ${PROJECT_SOURCE_DIR}/launchers/common/bootstrap.py CACHE FILEPATH
+set(PSYCH_BOOTSTRAP_SOURCE ${CMAKE_CURRENT_LIST_DIR}/bootstrap.py CACHE FILEPATH
     "The Python bootstrap embedded into the launcher")
 
 # The bootstrap is precompiled with the build machine's own interpreter: the system's first, never
@@ -16,9 +16,14 @@ if(NOT PSYCH_BUILD_PYTHON)
 endif()
 
 # Adds generated/psych_bootstrap.hpp (bootstrap_loader and bootstrap_blob) to `target`, in the
-# current binary directory.
+# current binary directory. LOADER: the `-c` argument, bootstrap_loader.py unless named (the Windows
+# launcher's reads the handover pipe instead of fd 4).
 function(psych_embed_bootstrap target)
-  set(common ${PROJECT_SOURCE_DIR}/launchers/common)
+  cmake_parse_arguments(PARSE_ARGV 1 embed "" "LOADER" "")
+  set(common ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  if(NOT embed_LOADER)
+    set(embed_LOADER ${common}/bootstrap_loader.py)
+  endif()
   set(generated ${CMAKE_CURRENT_BINARY_DIR}/generated)
   set(blob ${generated}/bootstrap.blob)
   set(header ${generated}/psych_bootstrap.hpp)
@@ -31,9 +36,9 @@ function(psych_embed_bootstrap target)
     VERBATIM)
   add_custom_command(
     OUTPUT ${header}
-    COMMAND ${CMAKE_COMMAND} -DLOADER=${common}/bootstrap_loader.py -DBLOB=${blob} -DOUTPUT=${header}
+    COMMAND ${CMAKE_COMMAND} -DLOADER=${embed_LOADER} -DBLOB=${blob} -DOUTPUT=${header}
             -P ${common}/embed_bootstrap.cmake
-    DEPENDS ${common}/bootstrap_loader.py ${blob} ${common}/embed_bootstrap.cmake
+    DEPENDS ${embed_LOADER} ${blob} ${common}/embed_bootstrap.cmake
     COMMENT "Embedding the bootstrap into ${target}"
     VERBATIM)
   target_sources(${target} PRIVATE ${header})

@@ -64,14 +64,28 @@ setup_result<unique_socket> attach_to_host(const host_address& host, protocol::a
   return s;
 }
 
-setup_result<void> hand_channel_over(SOCKET channel, std::int64_t child_pid, unique_handle handover) {
+namespace {
+
+setup_result<void> write_all(HANDLE pipe, std::span<const unsigned char> bytes, std::string_view what) {
+  for (std::size_t at = 0; at < bytes.size();) {
+    const auto chunk = static_cast<DWORD>(std::min<std::size_t>(bytes.size() - at, 1u << 20));
+    DWORD written = 0;
+    if (!::WriteFile(pipe, bytes.data() + at, chunk, &written, nullptr) || written == 0)
+      return fail(last_error("channel", "WriteFile", fmt::format("the handover pipe, {}", what)));
+    at += written;
+  }
+  return success();
+}
+
+}  // namespace
+
+setup_result<void> hand_channel_over(SOCKET channel, std::int64_t child_pid, unique_handle handover,
+                                     std::span<const unsigned char> bootstrap) {
   WSAPROTOCOL_INFOW shared{};
   if (::WSADuplicateSocketW(channel, static_cast<DWORD>(child_pid), &shared) != 0)
     return fail(socket_failure("WSADuplicateSocketW", fmt::format("channel, pid {}", child_pid)));
-  DWORD written = 0;
-  if (!::WriteFile(handover.get(), &shared, sizeof shared, &written, nullptr) || written != sizeof shared)
-    return fail(last_error("channel", "WriteFile", "the handover pipe"));
-  return success();
+  PSYCH_TRY(write_all(handover.get(), {reinterpret_cast<const unsigned char*>(&shared), sizeof shared}, "the channel"));
+  return write_all(handover.get(), bootstrap, "the bootstrap");
 }
 
 control_channel::control_channel(unique_socket socket)

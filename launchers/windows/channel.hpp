@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <winsock2.h>
@@ -46,11 +47,13 @@ using unique_socket = unique_resource<socket_traits>;
 /// inheritable.
 setup_result<unique_socket> attach_to_host(const host_address& host, protocol::attached_stream stream);
 
-/// Shares `channel` with the process `child_pid` and writes the WSAPROTOCOL_INFOW the child makes
-/// its socket from (WSASocketW with FROM_PROTOCOL_INFO; CPython's socket.fromshare) into the
-/// handover pipe, whose write end closes here: the child reads exactly that many bytes, then end
-/// of file.
-setup_result<void> hand_channel_over(SOCKET channel, std::int64_t child_pid, unique_handle handover);
+/// Shares `channel` with the process `child_pid` and writes, into the handover pipe, the
+/// WSAPROTOCOL_INFOW the child makes its socket from (WSASocketW with FROM_PROTOCOL_INFO; CPython's
+/// socket.fromshare), then `bootstrap` (the precompiled bootstrap the loader runs). The write end
+/// closes here: the child reads those bytes, then end of file. It blocks while the pipe is full,
+/// until the child reads; a child that died fails it, as the launcher holds no read end.
+setup_result<void> hand_channel_over(SOCKET channel, std::int64_t child_pid, unique_handle handover,
+                                     std::span<const unsigned char> bootstrap);
 
 /// NDJSON frames on the control connection, read through the bounded line_reader.
 class control_channel {

@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "channel.hpp"
+#include "psych_bootstrap.hpp"
 #include "environment.hpp"
 #include "failure.hpp"
 #include "handles.hpp"
@@ -41,9 +42,18 @@ setup_result<protocol::launch_frame> accept_launch(control_channel& control) {
   return launch;
 }
 
+// The loader travels on the command line, which Windows caps at 32,767 characters in all.
+static_assert(launcher::bootstrap_loader.size() < 16384, "the Windows loader must leave room for the paths");
+
 /// What the child is started with: the program's side of docs/contract.md, "Channels on Windows".
+/// The interpreter runs isolated (-I: no user site, no PYTHON* variables, no script directory on
+/// sys.path) and without site (-S), and loads the bootstrap from the handover pipe (-c).
 std::vector<std::string> child_arguments(const protocol::launch_frame& launch, HANDLE handover) {
-  return {launch.token,
+  return {"-I",
+          "-S",
+          "-c",
+          std::string(launcher::bootstrap_loader),
+          launch.token,
           std::to_string(reinterpret_cast<std::uintptr_t>(handover)),
           launch.canary,
           std::to_string(launch.probe.ipv4_port),
@@ -91,8 +101,11 @@ int run() {
                           .environment_block = std::move(environment).value(),
                           .workspace = launch.value().workspace};
     PSYCH_TRY(auto child, spawn_in_job(plan, handles.inherited, job));
-    PSYCH_TRY(hand_channel_over(channel.get(), child.pid, std::move(handles.handover_writer)));
-    // The child holds its own copies now; the launcher's channel and output handles close here.
+    // The child holds its own copies now. The launcher's read end of the handover pipe goes first:
+    // should the child die before it has read everything, writing then fails instead of blocking.
+    handles.inherited = {};
+    PSYCH_TRY(hand_channel_over(channel.get(), child.pid, std::move(handles.handover_writer), launcher::bootstrap_blob));
+    // The launcher's channel closes as this returns, its own stdout and stderr here.
     release_standard_output();
     return std::pair{std::move(child), std::move(job)};
   }();

@@ -182,6 +182,7 @@ void skip_case(allowed_in_ci kind, std::string_view reason, std::source_location
     switch (kind) {
       case allowed_in_ci::landlock_abi_predates_feature: note = " [allowed in CI: the kernel's Landlock ABI]"; break;
       case allowed_in_ci::documented_backend_limit: note = " [allowed in CI: a documented backend limit]"; break;
+      case allowed_in_ci::no_windows_cpython_under_wine: note = " [allowed in CI: no Windows CPython under Wine]"; break;
     }
   }
   record_skip(reason, where, note);

@@ -21,6 +21,10 @@ enum class allowed_in_ci {
   /// The backend documents that it does not provide the property the case checks (a PROCESS
   /// limit in docs/process-backend.md, an ISOLATED one in docs/isolated-backend.md).
   documented_backend_limit,
+  /// The platform's own interpreter cannot exist on this host: a Windows CPython for the Windows
+  /// launcher under Wine, which no Debian package (nor any registry these hosts reach) ships.
+  /// Only under Wine: on Windows itself a missing CPython fails.
+  no_windows_cpython_under_wine,
 };
 
 /// The exit status of a test binary in which every case that ran was skipped.

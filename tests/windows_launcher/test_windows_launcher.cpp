@@ -13,6 +13,7 @@
 #include "psych/grading.hpp"
 #include "skip.hpp"
 #include "test_child/observations.hpp"
+#include "cases.hpp"
 #include "launcher_host.hpp"
 
 using namespace psych;
@@ -20,16 +21,6 @@ using namespace psych::testing::windows;
 namespace child = psych::windows::test_child;
 
 namespace {
-
-/// The launcher was built and can run here (under Wine: wine64 is installed); otherwise the case
-/// is skipped, saying why.
-bool can_run(std::source_location where = std::source_location::current()) {
-  if (const auto why = os::why_launcher_cannot_run()) {
-    psych::testing::skip_case(*why, where);
-    return false;
-  }
-  return true;
-}
 
 /// The test child's observations, from its `done` value.
 child::observations observations_of(const execution& e) {
@@ -40,51 +31,12 @@ child::observations observations_of(const execution& e) {
   return seen.value();
 }
 
-/// A run that went the whole way: started, hello, done, exit, and the launcher's status 0.
-void check_completed(const execution& e) {
-  INFO("launcher stderr: " << e.stderr_text);
-  REQUIRE_FALSE(e.error);
-  REQUIRE(e.started);
-  REQUIRE(e.hello);
-  REQUIRE(e.exit);
-  CHECK(e.launcher_status == 0);
-  CHECK(e.exit->survivors == 0);
-}
-
-grading_expectation expectation_for(const protocol::launch_frame& launch) {
-  grading_expectation e;
-  e.limits = launch.limits;
-  e.network = launch.network;
-  for (const auto& [key, value] : launch.environment) e.environment_keys.push_back(key);
-  return e;
-}
-
-/// Variables Wine's own loader puts into every process it starts, whatever environment block
-/// CreateProcessW was given; on Windows the child sees the block alone.
-bool set_by_wine_itself(const std::string& name) { return name.starts_with("WINE") || name == "SystemDrive"; }
-
 /// Limits small enough for the test child's actions to cross them.
 protocol::launch_frame tight_launch(const launch_dir& dir) {
   auto launch = default_launch(dir);
   launch.limits.cpu_seconds.value = 1;
   launch.limits.process_count.value = 3;
   return launch;
-}
-
-/// The job read back no such limit (Wine): the case's limit cannot be held here. On Windows itself
-/// that is a failure.
-bool job_holds_limit(std::int64_t read_back, const char* what, std::source_location where = std::source_location::current()) {
-  if (read_back > 0) return true;
-  if (!os::under_wine()) {
-    FAIL_CHECK("the Job Object reads its " << what << " back as unset on Windows itself");
-    return false;
-  }
-  psych::testing::skip_case(psych::testing::allowed_in_ci::documented_backend_limit,
-                            std::string("the Job Object reads its ") + what +
-                                " back as unset (Wine 8 keeps no job limits; docs/windows-launcher.md): only a real "
-                                "Windows run can show the limit end the program",
-                            where);
-  return false;
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // psych-windows-test-child: a contract-speaking child for the Windows launcher's tests, where no
-// Windows CPython can run. Started by the launcher as
-//   <self> <token> <handover pipe> <canary> <ipv4_port> <ipv6_port> <workspace>
-// (docs/contract.md, "Channels on Windows"), it sends `hello` with what it observes of itself and
+// Windows CPython can run. Started by the launcher as CPython is,
+//   <self> -I -S -c <loader> <token> <handover pipe> <canary> <ipv4_port> <ipv6_port> <workspace>
+// (docs/contract.md, "Channels on Windows"), it checks that the channel and the whole bootstrap
+// arrived on the handover pipe, sends `hello` with what it observes of itself and
 // its job, waits for `run` (or `abort`), runs the program of test actions (observations.hpp) and
 // answers `done` with what it saw. `<self> --sleep SECONDS` is one of the descendants it spawns.
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <variant>
 
@@ -47,13 +50,33 @@ std::optional<std::string> first_line(SOCKET channel) {
   return line;
 }
 
-/// The channel, as the launcher shared it: one WSAPROTOCOL_INFOW on the handover pipe.
-SOCKET receive_channel(HANDLE handover) {
-  WSAPROTOCOL_INFOW shared{};
+/// Everything on the handover pipe, to the launcher's end of file.
+std::string read_handover(HANDLE handover) {
+  std::string bytes;
+  char buffer[65536];
   DWORD got = 0;
-  const bool read = ::ReadFile(handover, &shared, sizeof shared, &got, nullptr) && got == sizeof shared;
+  while (::ReadFile(handover, buffer, sizeof buffer, &got, nullptr) && got > 0) bytes.append(buffer, got);
   ::CloseHandle(handover);
-  if (!read) return INVALID_SOCKET;
+  return bytes;
+}
+
+/// Whether `blob` is whole as compile_bootstrap.py makes it: a magic, the code's length, the code,
+/// and a source after it. The loader CPython runs checks the same before it unmarshals.
+bool whole_bootstrap(std::string_view blob) {
+  if (blob.size() < 8) return false;
+  std::uint32_t length = 0;
+  for (int i = 7; i >= 4; --i) length = (length << 8) | static_cast<unsigned char>(blob[static_cast<std::size_t>(i)]);
+  return blob.size() > 8 + static_cast<std::uint64_t>(length);
+}
+
+/// The channel, as the launcher shared it: one WSAPROTOCOL_INFOW on the handover pipe, then the
+/// bootstrap, which this child checks arrived whole and does not run.
+SOCKET receive_channel(HANDLE handover) {
+  const auto bytes = read_handover(handover);
+  WSAPROTOCOL_INFOW shared{};
+  if (bytes.size() < sizeof shared || !whole_bootstrap(std::string_view(bytes).substr(sizeof shared)))
+    return INVALID_SOCKET;
+  std::memcpy(&shared, bytes.data(), sizeof shared);
   return ::WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &shared, 0, WSA_FLAG_NO_HANDLE_INHERIT);
 }
 
@@ -70,11 +93,15 @@ int run(int argc, wchar_t** argv) {
     ::Sleep(static_cast<DWORD>(std::wcstod(argv[2], nullptr) * 1000));
     return 0;
   }
-  if (argc != 7) return complain("expected: TOKEN HANDOVER CANARY IPV4_PORT IPV6_PORT WORKSPACE");
+  // Started as CPython is: the interpreter's options and the loader, then the bootstrap's arguments.
+  if (argc != 11 || std::wstring_view(argv[1]) != L"-I" || std::wstring_view(argv[2]) != L"-S" ||
+      std::wstring_view(argv[3]) != L"-c" || std::wstring_view(argv[4]).empty())
+    return complain("expected: -I -S -c LOADER TOKEN HANDOVER CANARY IPV4_PORT IPV6_PORT WORKSPACE");
+  argv += 4;
   WSADATA winsock{};
   if (::WSAStartup(MAKEWORD(2, 2), &winsock) != 0) return complain("WSAStartup failed");
   const auto channel = receive_channel(reinterpret_cast<HANDLE>(static_cast<std::uintptr_t>(std::wcstoull(argv[2], nullptr, 10))));
-  if (channel == INVALID_SOCKET) return complain("no channel arrived on the handover pipe");
+  if (channel == INVALID_SOCKET) return complain("no channel and whole bootstrap arrived on the handover pipe");
   const invocation how{.token = narrow(argv[1]),
                        .canary = narrow(argv[3]),
                        .ipv4_port = std::wcstoll(argv[4], nullptr, 10),
