@@ -17,9 +17,20 @@
 # is due anyway, as the first compile() of anything creates them in CPython 3.11. The launcher
 # passes this file precompiled; run as source (the tests do), it is compiled on every start,
 # which is one more reason it stays small.
+#
+# On Windows (docs/windows-launcher.md) the launcher runs `<python.exe> -I -S -c <loader> TOKEN
+# HANDOVER CANARY IPV4_PORT IPV6_PORT WORKSPACE`; that loader (bootstrap_loader_windows.py) reads the
+# handover pipe, drops HANDOVER from sys.argv and sets CHANNEL_SHARE, the channel's WSAPROTOCOL_INFOW,
+# in these globals. The channel is then a socket, hello describes a Job Object instead of rlimits
+# and namespaces, and what has no Windows form (process groups, uids, /proc) reads as unset.
+# Windows-only modules (_winapi, ctypes) are imported only in Windows branches.
 
 import sys
-import posix
+WINDOWS = sys.platform == "win32"
+if WINDOWS:
+    import nt as posix  # the same functions; there its environ has str keys
+else:
+    import posix
 import errno
 import builtins
 import _json
@@ -40,11 +51,16 @@ MEMORY_RESERVE = [bytes(2 << 20)]
 BOOTSTRAP_GLOBALS = globals()  # tells our frames from the program's, even if both say "<string>"
 BOOTSTRAP_MODULE = sys.modules["__main__"]  # kept alive once the program takes over __main__
 PROGRAM_NAMESPACE = {}  # the program's globals, once prepare_interpreter made them
-PROBE_OUTCOMES = {0: "connected", errno.ECONNREFUSED: "refused", errno.ENETUNREACH: "unreachable",
-                  errno.EHOSTUNREACH: "unreachable", errno.EADDRNOTAVAIL: "unreachable",
-                  errno.EAGAIN: "timeout",  # how CPython's connect_ex reports its own timeout
-                  errno.ETIMEDOUT: "timeout", errno.EPERM: "denied", errno.EACCES: "denied",
-                  errno.EAFNOSUPPORT: "denied"}
+if WINDOWS:  # Winsock's numbers, read as the test child reads them (launchers/windows/test_child/report.cpp)
+    PROBE_OUTCOMES = {0: "connected", 10061: "refused",  # WSAECONNREFUSED
+                      10013: "denied",  # WSAEACCES
+                      10035: "timeout"}  # WSAEWOULDBLOCK: CPython's own connect timeout; the child's never times out
+else:
+    PROBE_OUTCOMES = {0: "connected", errno.ECONNREFUSED: "refused", errno.ENETUNREACH: "unreachable",
+                      errno.EHOSTUNREACH: "unreachable", errno.EADDRNOTAVAIL: "unreachable",
+                      errno.EAGAIN: "timeout",  # how CPython's connect_ex reports its own timeout
+                      errno.ETIMEDOUT: "timeout", errno.EPERM: "denied", errno.EACCES: "denied",
+                      errno.EAFNOSUPPORT: "denied"}
 
 
 # ---- hello: what the child observes of its own containment -----------------------------
@@ -69,6 +85,12 @@ def raises(action):
     except Exception:
         return True
     return False
+
+
+def error_number(error, fallback):
+    # On Windows the Win32 or Winsock error (GetLastError, WSAGetLastError), as the launcher and the
+    # test child report them there: CPython's errno is a lossy translation of it.
+    return (WINDOWS and getattr(error, "winerror", None)) or getattr(error, "errno", None) or fallback
 
 
 def read_file_text(path, size=1 << 16):
@@ -111,6 +133,8 @@ def lower_limits(targets):
     bootstrap before any program arrives: a prepared sandbox is never run with more than asked."""
     if type(targets) is not dict:
         raise ProtocolError("lower_limits without an rlimits object")
+    if WINDOWS:  # its launcher refuses prepared launches: a job's limits are the launcher's to set
+        raise ProtocolError("cannot lower limits on Windows: a prepared sandbox is not offered there")
     import resource
     for field, (constant, _) in RLIMITS.items():
         soft = targets.get(field, -1)
@@ -128,10 +152,25 @@ def lower_limits(targets):
 
 def probe_canary(path):
     try:
-        read_file_text(path, 1)  # one byte proves the exposure
+        if WINDOWS:
+            read_first_byte_win32(path)
+        else:
+            read_file_text(path, 1)  # one byte proves the exposure
     except OSError as error:
-        return {"readable": False, "error_number": error.errno or 0}
+        return {"readable": False, "error_number": error_number(error, 0)}
     return {"readable": True, "error_number": 0}
+
+
+def read_first_byte_win32(path):
+    # CreateFile and ReadFile as the test child calls them, so a refusal carries the Win32 error:
+    # nt.open goes through the C runtime, whose errors are errno values.
+    import _winapi
+    handle = _winapi.CreateFile(path, _winapi.GENERIC_READ, 1,  # FILE_SHARE_READ
+                                _winapi.NULL, _winapi.OPEN_EXISTING, 0x80, _winapi.NULL)  # FILE_ATTRIBUTE_NORMAL
+    try:
+        _winapi.ReadFile(handle, 1)
+    finally:
+        _winapi.CloseHandle(handle)
 
 
 def probe_loopback(family_name, address, port):
@@ -142,13 +181,13 @@ def probe_loopback(family_name, address, port):
     try:
         sock = _socket.socket(getattr(_socket, family_name, -1), _socket.SOCK_STREAM)
     except OSError as error:  # socket() itself refused: only denial counts as denied here
-        code = error.errno or errno.EINVAL
+        code = error_number(error, errno.EINVAL)
         return {"outcome": "denied" if PROBE_OUTCOMES.get(code) == "denied" else "error", "error_number": code}
     try:
         sock.settimeout(PROBE_TIMEOUT_SECONDS)  # a non-blocking connect, then a bounded poll
-        code = sock.connect_ex((address, port))
+        code = sock.connect_ex((address, port))  # on Windows WSAGetLastError's number
     except (OSError, OverflowError, ValueError) as error:
-        code = getattr(error, "errno", None) or errno.EINVAL
+        code = error_number(error, errno.EINVAL)
     finally:
         sock.close()
     return {"outcome": PROBE_OUTCOMES.get(code, "error"), "error_number": code}
@@ -207,6 +246,8 @@ def read_cgroup_cpu_usage():
 
 
 def containment_report(canary, ipv4_port, ipv6_port, workspace):
+    if WINDOWS:
+        return windows_containment_report(canary, ipv4_port, workspace)
     status = observe(lambda: read_file_text("/proc/self/status"), "")
     status_fields = {key: value.strip() for key, _, value in (line.partition(":") for line in status.splitlines())}
     return {
@@ -240,7 +281,130 @@ def containment_report(canary, ipv4_port, ipv6_port, workspace):
     }
 
 
-# ---- the channel: NDJSON frames over fd 3 -------------------------------------------------
+# ---- hello on Windows: the Job Object, read from inside --------------------------------
+
+
+def windows_containment_report(canary, ipv4_port, workspace):
+    """hello in the shape of the Windows test child's (launchers/windows/test_child/report.cpp), so
+    the host grades both alike: what Windows has no form of (process groups, uids, seccomp,
+    namespaces, cgroups) reads as unset, rlimits are the job's per-process limits, and `job` is the
+    Job Object as it reads back from inside (docs/grading.md, "Windows")."""
+    job, rlimits = observe(read_job, job_limits(None, None))
+    return {
+        "pid": posix.getpid(), "ppid": observe(posix.getppid, -1), "pgid": -1, "sid": -1,
+        "uid": -1, "gid": -1, "euid": -1, "egid": -1, "groups": [],
+        "no_new_privs": False, "seccomp_mode": -1,
+        "rlimits": rlimits,
+        "canary": probe_canary(canary),
+        # Windows offers a process no network denial: the probe says what a connection does. IPv6
+        # is skipped whatever its port, as the test child skips it: with nothing that could deny
+        # one family and not the other, a second probe would show nothing more.
+        "network": {"ipv4": probe_loopback("AF_INET", "127.0.0.1", ipv4_port),
+                    "ipv6": {"outcome": "skipped", "error_number": 0}},
+        # The C runtime's copy of the block, which leaves out names that begin with "=" (cmd.exe's
+        # per-drive directories); the launcher's block holds none.
+        "environment_keys": sorted(posix.environ),
+        "cwd": observe(posix.getcwd, ""),
+        # CPython fills st_dev and st_ino on Windows with the volume serial number and the file index.
+        "cwd_is_workspace": observe(lambda: posix.stat(".")[1:3] == posix.stat(workspace)[1:3], False),
+        "workspace_entries": observe(lambda: len(posix.listdir(".")), -1),
+        "namespace_ids": {}, "root_entries": [], "uid_map": "", "gid_map": "",
+        "capabilities_effective": "", "capabilities_bounding": "", "network_routes": -1,
+        "cgroup_memory_limit": -1, "cgroup_pids_limit": -1, "cgroup_cpu_usage_us": -1,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "job": job,
+    }
+
+
+def read_job():
+    """(job, rlimits) of the Job Object this process runs in, read with the calls
+    launchers/windows/job_readback.cpp makes (QueryInformationJobObject on no handle: the caller's
+    own job), and IsProcessInJob for `in_job`, as the test child reports it."""
+    import ctypes
+    from ctypes import wintypes
+    # A kernel32 of our own: prototypes set on ctypes.windll.kernel32 would be the program's too.
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    query = kernel32.QueryInformationJobObject
+    query.argtypes = (wintypes.HANDLE, ctypes.c_int, wintypes.LPVOID, wintypes.DWORD, wintypes.LPDWORD)
+    query.restype = wintypes.BOOL
+    kernel32.GetCurrentProcess.argtypes, kernel32.GetCurrentProcess.restype = (), wintypes.HANDLE
+    kernel32.IsProcessInJob.argtypes = (wintypes.HANDLE, wintypes.HANDLE, ctypes.POINTER(wintypes.BOOL))
+    kernel32.IsProcessInJob.restype = wintypes.BOOL
+    extended_type, ui_type = job_structures(ctypes)
+    extended, ui = extended_type(), ui_type()
+    read = query(None, 9, ctypes.byref(extended), ctypes.sizeof(extended), None)  # JobObjectExtendedLimitInformation
+    # Not every Windows answers the UI query (Wine fails it): then the restrictions are not proven.
+    ui_read = read and query(None, 4, ctypes.byref(ui), ctypes.sizeof(ui), None)  # JobObjectBasicUIRestrictions
+    job, rlimits = job_limits(extended if read else None, ui.UIRestrictionsClass if ui_read else None)
+    in_job = wintypes.BOOL()
+    job["in_job"] = bool(kernel32.IsProcessInJob(kernel32.GetCurrentProcess(), None, ctypes.byref(in_job))
+                         and in_job.value)
+    return job, rlimits
+
+
+def job_structures(ctypes):
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION and JOBOBJECT_BASIC_UI_RESTRICTIONS as winnt.h lays them
+    out, in fixed-width types (DWORD 32 bits, LARGE_INTEGER and ULONGLONG 64, SIZE_T and ULONG_PTR a
+    pointer's width) rather than wintypes', whose DWORD is a C long: 64 bits off Windows. So the
+    layout can be checked on any 64-bit host (tests/bootstrap): 144 and 4 bytes."""
+    dword, size_t = ctypes.c_uint32, ctypes.c_size_t
+
+    class BasicLimits(ctypes.Structure):
+        _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                    ("LimitFlags", dword), ("MinimumWorkingSetSize", size_t), ("MaximumWorkingSetSize", size_t),
+                    ("ActiveProcessLimit", dword), ("Affinity", size_t), ("PriorityClass", dword),
+                    ("SchedulingClass", dword)]
+
+    class IoCounters(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_uint64) for name in ("ReadOperationCount", "WriteOperationCount",
+                    "OtherOperationCount", "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
+
+    class ExtendedLimits(ctypes.Structure):
+        _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", IoCounters), ("ProcessMemoryLimit", size_t),
+                    ("JobMemoryLimit", size_t), ("PeakProcessMemoryUsed", size_t), ("PeakJobMemoryUsed", size_t)]
+
+    class UiRestrictions(ctypes.Structure):
+        _fields_ = [("UIRestrictionsClass", dword)]
+
+    return ExtendedLimits, UiRestrictions
+
+
+def job_limits(extended, ui_classes):
+    """job_readback.cpp's rules over what the queries read back (None: the query failed): (job,
+    rlimits). A flag or limit that reads back unset is false or -1, and is graded as absent; the
+    per-process limits stand where a POSIX child reports rlimits, as [value, value]. Windows has no
+    per-process cap on file size or open handles, and writes no core dumps."""
+    job = {"in_job": False, "kill_on_close": False, "breakaway_forbidden": False, "ui_restricted": False,
+           "active_processes_limit": -1, "memory_bytes": -1, "cpu_seconds": -1}
+    rlimits = {field: [-1, -1] for field in ("cpu_seconds", "address_space_bytes", "file_size_bytes",
+                                             "process_count", "open_files", "core_bytes")}
+    if extended is None:
+        return job, rlimits
+    basic = extended.BasicLimitInformation
+    flags = basic.LimitFlags
+
+    def seconds(flag, ticks):  # job times are in 100 ns units; whole seconds, rounded up
+        return -(-ticks // 10_000_000) if flags & flag and ticks > 0 else -1
+
+    def size(flag, value):
+        return value if flags & flag and value else -1
+
+    job.update(kill_on_close=bool(flags & 0x2000),  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+               # A job that reads back no flags at all proves nothing about breakaway either.
+               breakaway_forbidden=flags != 0 and not flags & (0x800 | 0x1000),  # BREAKAWAY_OK, SILENT_BREAKAWAY_OK
+               ui_restricted=ui_classes is not None and ui_classes & 0xFF == 0xFF,  # every JOB_OBJECT_UILIMIT_*
+               active_processes_limit=(basic.ActiveProcessLimit if flags & 0x8 and basic.ActiveProcessLimit > 0
+                                       else -1),  # JOB_OBJECT_LIMIT_ACTIVE_PROCESS
+               memory_bytes=size(0x200, extended.JobMemoryLimit),  # JOB_OBJECT_LIMIT_JOB_MEMORY
+               cpu_seconds=seconds(0x4, basic.PerJobUserTimeLimit))  # JOB_OBJECT_LIMIT_JOB_TIME
+    for field, value in (("cpu_seconds", seconds(0x2, basic.PerProcessUserTimeLimit)),  # ..._PROCESS_TIME
+                         ("address_space_bytes", size(0x100, extended.ProcessMemoryLimit)),  # ..._PROCESS_MEMORY
+                         ("process_count", job["active_processes_limit"])):
+        rlimits[field] = [value, value]
+    return job, rlimits
+
+
+# ---- the channel: NDJSON frames over fd 3 (on Windows, a socket) ---------------------------
 
 
 def refuse_constant(name):
@@ -308,11 +472,17 @@ class Channel:
     def __init__(self, fd):
         self.fd, self.pending = fd, bytearray()  # pending keeps the bytes past one frame
 
+    def read_some(self):
+        return posix.read(self.fd, READ_CHUNK)
+
+    def write_some(self, view):
+        return posix.write(self.fd, view)
+
     def send(self, data):
         view = memoryview(data)
         try:
             while view:
-                view = view[posix.write(self.fd, view):]
+                view = view[self.write_some(view):]
         except OSError as error:
             raise ProtocolError(f"cannot write to the channel: {error}") from None
 
@@ -325,7 +495,7 @@ class Channel:
     def receive_ready(self):
         """The frames that one read completes, without blocking: for a reader the event loop
         calls when the channel is readable. Partial frames wait in `pending` for the next read."""
-        if not (chunk := posix.read(self.fd, READ_CHUNK)):
+        if not (chunk := self.read_some()):
             raise ProtocolError("channel closed with calls in flight")
         self.pending += chunk
         frames = []
@@ -343,7 +513,7 @@ class Channel:
         while (newline := self.pending.find(b"\n", scanned)) < 0:
             if (scanned := len(self.pending)) > MAX_INCOMING_LINE:  # bounded as the bytes arrive
                 raise ProtocolError("frame too large")
-            if not (chunk := posix.read(self.fd, READ_CHUNK)):
+            if not (chunk := self.read_some()):
                 raise ProtocolError("channel closed before a complete frame")
             self.pending += chunk
         if newline > MAX_INCOMING_LINE:
@@ -351,6 +521,37 @@ class Channel:
         line = bytes(self.pending[:newline])
         del self.pending[:newline + 1]
         return line
+
+
+class SocketChannel(Channel):
+    """Windows: the channel is the host's connection itself, shared with this process
+    (docs/contract.md, "Channels on Windows"); the C runtime's read and write take no socket.
+    `fd` is its handle, which a SelectorEventLoop watches as it watches fd 3 elsewhere."""
+
+    def __init__(self, share):
+        import _socket
+        self.sock = _socket.socket(0, 0, 0, share)  # socket.fromshare, without importing socket
+        # fromshare makes the socket with WSASocketW and no WSA_FLAG_NO_HANDLE_INHERIT: processes
+        # the program starts with inherited handles (os.system, os.spawn*) must not hold it.
+        posix.set_handle_inheritable(self.sock.fileno(), False)
+        self.sock.setblocking(True)  # whatever mode the launcher's copy was in: reads wait for a frame
+        super().__init__(self.sock.fileno())
+
+    def read_some(self):
+        return self.sock.recv(READ_CHUNK)
+
+    def write_some(self, view):
+        return self.sock.send(view)
+
+
+def open_channel():
+    if not WINDOWS:
+        posix.set_inheritable(CHANNEL_FD, False)  # processes the program starts must not hold it
+        return Channel(CHANNEL_FD)
+    share = BOOTSTRAP_GLOBALS.get("CHANNEL_SHARE")  # set by the Windows loader; see the note at the top
+    if type(share) is not bytes:
+        raise ProtocolError("no channel was handed over (CHANNEL_SHARE is not set)")
+    return SocketChannel(share)
 
 
 # ---- bindings: the program's calls of the agent's tools (docs/bindings.md) --------------
@@ -403,7 +604,9 @@ class Calls:
     round trip (no asyncio import, and no concurrency needed: nothing can gather). Under asyncio a
     call is a future of the running loop: the channel is watched with add_reader and each result
     resolves its future by id, so calls gathered together are in flight together, and a call the
-    program gives up on is cancelled on the host."""
+    program gives up on is cancelled on the host. On Windows only a SelectorEventLoop can watch the
+    channel: under a ProactorEventLoop (asyncio's default there, made by the program's own
+    asyncio.run) each call is a blocking round trip."""
 
     def __init__(self):
         self.call_tool = None  # for the handles results may come as
@@ -622,7 +825,8 @@ def make_call_tool(excluded):
             raise ToolError("excluded_builtin", name, excluded[name])
         asyncio = modules.get("asyncio")  # per call, not per program: a loop may start at any time
         if asyncio is not None and (loop := asyncio._get_running_loop()) is not None:
-            return await calls.in_loop(loop, name, arguments)
+            if not (WINDOWS and isinstance(loop, asyncio.ProactorEventLoop)):  # it has no add_reader
+                return await calls.in_loop(loop, name, arguments)
         return calls.round_trip(name, arguments)
 
     def call_tool(name, arguments=None):
@@ -780,14 +984,18 @@ def prepare_interpreter(filename):
     """Gives the program installed packages and a real __main__, without paying for site."""
     global PROGRAM_NAMESPACE
     version = "python%d.%d" % sys.version_info[:2]
-    candidates = [f"{sys.prefix}/lib/{version}/site-packages"]
+    if WINDOWS:  # where site puts them there, beside the standard library's Lib
+        candidates = [sys.prefix + "\\Lib\\site-packages"]
+    else:
+        candidates = [f"{sys.prefix}/lib/{version}/site-packages"]
     if sys.prefix == "/usr":  # Debian's own interpreter keeps them in dist-packages
         candidates += [f"/usr/local/lib/{version}/dist-packages", "/usr/lib/python3/dist-packages",
                        f"/usr/lib/{version}/dist-packages"]
     for path in candidates:  # no .pth files: processing them is site's job, and its cost
         if path not in sys.path and observe(lambda: posix.stat(path).st_mode & 0o170000 == 0o040000, False):
             sys.path.append(path)
-    if posix.environ.get(b"PYTHONDONTWRITEBYTECODE"):  # -I ignores it, but the launch still asked
+    key = "PYTHONDONTWRITEBYTECODE" if WINDOWS else b"PYTHONDONTWRITEBYTECODE"  # nt.environ's keys are str
+    if posix.environ.get(key):  # -I ignores it, but the launch still asked
         sys.dont_write_bytecode = True
     sys.argv = [filename]
     builtins.exit = builtins.quit = exit_program
@@ -808,6 +1016,9 @@ def run_program(code, namespace, source):
     # host's bindings stay loop-free, so its coroutine is driven by hand instead.
     if "import" in source:
         import asyncio
+        if WINDOWS:  # asyncio.run's loop there is a ProactorEventLoop, which cannot watch the channel
+            with asyncio.Runner(loop_factory=asyncio.SelectorEventLoop) as runner:
+                return runner.run(coroutine)
         return asyncio.run(coroutine)
     try:
         yielded = coroutine.send(None)
@@ -855,6 +1066,15 @@ def start_flusher(interval=FLUSH_INTERVAL_SECONDS):
             except BaseException:
                 pass
 
+    if WINDOWS:
+        # Neither the mask nor the fork guard below: Windows never hands a signal to a thread of its
+        # choosing (a console event gets a thread of its own, and CPython runs every handler on the
+        # main thread), and it has no fork to copy a stream's lock the flusher holds into a child.
+        try:
+            _thread.start_new_thread(flush_every_interval, ())
+        except RuntimeError:
+            return None
+        return stop
     # Born with every signal blocked, so a signal sent to the process still goes to the program's
     # threads: one the program blocks (SIGXCPU, SIGTERM) stays pending instead of being taken by the
     # flusher, whose default action would end the process.
@@ -900,6 +1120,8 @@ def error_frame(kind, type_name, message, traceback_text="", line=0, limit_hint=
 
 PROCESS_CREATORS = {"fork", "forkpty", "_fork_exec", "fork_exec", "_execute_child", "posix_spawn",
                     "posix_spawnp", "_posix_spawn", "_launch", "spawn"}
+if WINDOWS:  # _winapi.CreateProcess: subprocess's _execute_child, multiprocessing's Popen there
+    PROCESS_CREATORS.add("CreateProcess")
 
 
 def creates_processes(error):
@@ -923,7 +1145,12 @@ def limit_hint(error):
             return "memory_bytes"
         if isinstance(current, OSError) and current.errno == errno.EFBIG:
             return "file_size_bytes"
-        if (isinstance(current, OSError) and current.errno == errno.EAGAIN and creates_processes(current)
+        if WINDOWS:
+            # A job past its active process limit refuses CreateProcess with ERROR_NOT_ENOUGH_QUOTA,
+            # which CPython's errno calls ENOMEM. A job counts processes, not threads.
+            if isinstance(current, OSError) and current.winerror == 1816 and creates_processes(current):
+                return "process_count"
+        elif (isinstance(current, OSError) and current.errno == errno.EAGAIN and creates_processes(current)
                 or isinstance(current, RuntimeError) and current.args == ("can't start new thread",)):
             return "process_count"  # RLIMIT_NPROC counts threads too
         pending += [current.__cause__, current.__context__]
@@ -1129,15 +1356,14 @@ def main():
     token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:6]
     prepared = len(sys.argv) == 7
     global CHANNEL
-    channel = CHANNEL = Channel(CHANNEL_FD)
     try:
         if not (ipv4_port.isdigit() and ipv6_port.isdigit()):
             raise ProtocolError(f"bad probe ports {ipv4_port!r} {ipv6_port!r}")
-        posix.set_inheritable(CHANNEL_FD, False)  # processes the program starts must not hold it
+        channel = CHANNEL = open_channel()
         report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace)
         channel.send(frame_bytes({"type": "hello", "token": token, "report": report}))
         import_ast()  # while the host grades hello: nothing of the program has arrived yet
-        if prepared:
+        if prepared and not WINDOWS:
             import resource  # lower_limits' (about 1 ms), loaded while the sandbox waits for its claim
         settle()
         frame = channel.receive()

@@ -10,6 +10,8 @@ Run with `python3 test_bootstrap.py`; BOOTSTRAP_PYTHON=/path/to/python3 picks th
 interpreter the bootstrap runs under (default: the one running this file).
 Exits non-zero on any failure and ends with "N passed, M failed".
 """
+import ast
+import ctypes
 import errno
 import fcntl
 import json
@@ -937,6 +939,110 @@ def test_loader_refuses_a_truncated_blob_with_exit_3():
         assert child.read_line() is None  # no hello: nothing ran
         code, _, stderr = child.finish()
         assert code == 3 and b"cannot load the bootstrap from fd 4" in stderr, (code, stderr)
+
+
+# ---- the Windows side: what of it runs anywhere -------------------------------------------------
+# No Windows CPython runs here (docs/windows-launcher.md): these check what bootstrap.py's Windows
+# branches hold that needs no Windows, read or compiled from bootstrap.py's own source, against the
+# host's decoder (include/psych/reports.hpp). The rest waits for the CI matrix's Windows job.
+
+REPORTS_HPP = os.path.normpath(os.path.join(HERE, "..", "..", "include", "psych", "reports.hpp"))
+
+
+def bootstrap_functions(*names):
+    """Top-level functions of bootstrap.py compiled from its source alone, without running the rest
+    of it: for its pure parts, which need nothing but their arguments."""
+    tree = ast.parse(BOOTSTRAP, BOOTSTRAP_PATH)
+    wanted = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in names]
+    namespace = {}
+    exec(compile(ast.Module(wanted, []), BOOTSTRAP_PATH, "exec", dont_inherit=True), namespace)
+    return [namespace[name] for name in names]
+
+
+def report_keys(function_name):
+    """The keys of the dict literal a function of bootstrap.py returns as hello's report."""
+    function = next(node for node in ast.parse(BOOTSTRAP).body
+                    if isinstance(node, ast.FunctionDef) and node.name == function_name)
+    returned = [node.value for node in ast.walk(function) if isinstance(node, ast.Return)
+                and isinstance(node.value, ast.Dict)]
+    assert len(returned) == 1, function_name
+    return {key.value for key in returned[0].keys}
+
+
+def adapted_fields(struct):
+    """The members BOOST_HANA_ADAPT_STRUCT lists for psych::<struct>: what the host decodes."""
+    with open(REPORTS_HPP, encoding="utf-8") as header:
+        text = " ".join(header.read().split())
+    start = text.index(f"BOOST_HANA_ADAPT_STRUCT(psych::{struct},")
+    return [name.strip() for name in text[start:text.index(")", start)].split(",")[1:]]
+
+
+def test_bootstrap_source_parses_and_compiles():
+    ast.parse(BOOTSTRAP, BOOTSTRAP_PATH)
+    compile(BOOTSTRAP, BOOTSTRAP_PATH, "exec", dont_inherit=True)
+
+
+def test_windows_hello_has_the_shape_the_host_decodes():
+    # Every member of child_report, as the Windows test child writes them; POSIX leaves out `job`.
+    fields = set(adapted_fields("child_report"))
+    assert report_keys("windows_containment_report") == fields, report_keys("windows_containment_report") ^ fields
+    assert report_keys("containment_report") == fields - {"job"}, report_keys("containment_report") ^ fields
+
+
+def test_windows_job_structures_have_the_layout_of_winnt_h():
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        raise Skipped("the layout checked is 64-bit Windows', which a 64-bit host's ctypes reproduces")
+    [job_structures] = bootstrap_functions("job_structures")
+    extended, ui = job_structures(ctypes)
+    basic, io = (dict(extended._fields_)[name] for name in ("BasicLimitInformation", "IoInfo"))
+    # JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOBOBJECT_BASIC_LIMIT_INFORMATION, IO_COUNTERS and
+    # JOBOBJECT_BASIC_UI_RESTRICTIONS on x64 (mingw-w64's winnt.h agrees).
+    assert [ctypes.sizeof(t) for t in (extended, basic, io, ui)] == [144, 64, 48, 4]
+    assert {name: getattr(basic, name).offset for name in ("LimitFlags", "MinimumWorkingSetSize", "ActiveProcessLimit",
+                                                          "Affinity", "PriorityClass", "SchedulingClass")} == {
+        "LimitFlags": 16, "MinimumWorkingSetSize": 24, "ActiveProcessLimit": 40, "Affinity": 48,
+        "PriorityClass": 56, "SchedulingClass": 60}
+    assert [getattr(extended, name).offset for name in ("IoInfo", "ProcessMemoryLimit", "JobMemoryLimit",
+                                                        "PeakProcessMemoryUsed", "PeakJobMemoryUsed")] == [
+        64, 112, 120, 128, 136]
+
+
+def test_windows_job_reads_back_by_the_launchers_rules():
+    """job_limits against launchers/windows/job_readback.cpp: a job set as the launcher sets it, one
+    that reads back nothing (Wine), breakaway allowed, UI restrictions partial or unreadable."""
+    job_structures, job_limits = bootstrap_functions("job_structures", "job_limits")
+    extended_type, _ = job_structures(ctypes)
+    unset_job = {"in_job": False, "kill_on_close": False, "breakaway_forbidden": False, "ui_restricted": False,
+                 "active_processes_limit": -1, "memory_bytes": -1, "cpu_seconds": -1}
+    unset_rlimits = {field: [-1, -1] for field in RLIMIT_FIELDS}
+    job, rlimits = job_limits(None, None)  # no job to query
+    assert list(job) == adapted_fields("job_readback") and sorted(rlimits) == sorted(adapted_fields("child_rlimits"))
+    assert (job, rlimits) == (unset_job, unset_rlimits)
+    assert job_limits(extended_type(), None) == (unset_job, unset_rlimits)  # Wine: every flag and limit 0
+
+    info = extended_type()
+    basic = info.BasicLimitInformation
+    # KILL_ON_JOB_CLOSE, DIE_ON_UNHANDLED_EXCEPTION, ACTIVE_PROCESS, JOB_MEMORY, PROCESS_MEMORY, JOB_TIME, PROCESS_TIME
+    basic.LimitFlags = 0x2000 | 0x400 | 0x8 | 0x200 | 0x100 | 0x4 | 0x2
+    basic.ActiveProcessLimit = 67
+    basic.PerJobUserTimeLimit = 10 * 10_000_000
+    basic.PerProcessUserTimeLimit = 10 * 10_000_000 + 1  # whole seconds, rounded up
+    info.JobMemoryLimit, info.ProcessMemoryLimit = 512 << 20, 256 << 20
+    job, rlimits = job_limits(info, 0xFF)
+    # in_job is IsProcessInJob's answer, which read_job sets over this.
+    assert job == {**unset_job, "kill_on_close": True, "breakaway_forbidden": True, "ui_restricted": True,
+                   "active_processes_limit": 67, "memory_bytes": 512 << 20, "cpu_seconds": 10}, job
+    assert rlimits == {**unset_rlimits, "cpu_seconds": [11, 11], "address_space_bytes": [256 << 20, 256 << 20],
+                       "process_count": [67, 67]}, rlimits
+    assert job_limits(info, 0x7F)[0]["ui_restricted"] is False
+    assert job_limits(info, None)[0]["ui_restricted"] is False  # the UI query failed
+    for breakaway in (0x800, 0x1000):  # BREAKAWAY_OK, SILENT_BREAKAWAY_OK
+        basic.LimitFlags |= breakaway
+        assert job_limits(info, 0xFF)[0]["breakaway_forbidden"] is False
+        basic.LimitFlags &= ~breakaway
+    basic.LimitFlags = 0x2000  # values without their flags read back as unset
+    assert job_limits(info, None) == ({**unset_job, "kill_on_close": True, "breakaway_forbidden": True},
+                                      unset_rlimits)
 
 
 # ---- startup cost (printed, and the forbidden modules asserted absent) ------------------------
