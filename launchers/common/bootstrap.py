@@ -475,6 +475,9 @@ class Channel:
     def read_some(self):
         return posix.read(self.fd, READ_CHUNK)
 
+    def finish(self):  # after done: nothing to do for a descriptor the kernel closes with the process
+        pass
+
     def write_some(self, view):
         return posix.write(self.fd, view)
 
@@ -539,6 +542,18 @@ class SocketChannel(Channel):
 
     def read_some(self):
         return self.sock.recv(READ_CHUNK)
+
+    def finish(self):
+        # Windows resets a TCP connection closed with unread bytes (results of calls the program
+        # gave up on), and a reset can overtake `done` on its way to the host: end the sending side
+        # with a FIN behind `done`, then take what has already arrived, without waiting for more.
+        try:
+            self.sock.shutdown(1)  # SD_SEND
+            self.sock.setblocking(False)
+            while self.sock.recv(READ_CHUNK):
+                pass
+        except OSError:  # WSAEWOULDBLOCK: nothing more is queued; or the host has already gone
+            pass
 
     def write_some(self, view):
         return self.sock.send(view)
@@ -1385,6 +1400,7 @@ def main():
             observe(lambda: stream.flush(), None)  # before done: the host may stop reading pipes after it
         stop_flusher()
         channel.send(done)
+        channel.finish()
         if quick_exit:
             posix._exit(0)
     except (ProtocolError, OSError) as error:
