@@ -15,9 +15,9 @@
 #include <filesystem>
 
 #include <fmt/format.h>
-#include <openssl/crypto.h>
 
 #include "child_process.hpp"
+#include "same_secret.hpp"
 #include "session.hpp"  // random_token
 
 namespace psych::host {
@@ -34,12 +34,6 @@ constexpr const char* socket_name = "s";
 
 result<void> system_error(std::string_view call, std::string_view what) {
   return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, what, std::strerror(errno)));
-}
-
-/// Equal in time independent of where they differ (OpenSSL's CRYPTO_memcmp), so that timing tells a
-/// guesser nothing. The token's length is no secret.
-bool same_token(const std::string& presented, const std::string& token) {
-  return presented.size() == token.size() && CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
 }
 
 /// The first line a connection sends, within token_limit; nullopt when it does not.
@@ -232,7 +226,7 @@ result<void> container_starter::hand_over(const launcher_fds& fds, int runtime_p
     // anyway, so that neither a mistake in modes nor a process of the same uid can answer.
     if (peer_uid(connection.get()) != launch_.child.uid) continue;
     const auto presented = first_line(connection.get());
-    if (!presented || !same_token(*presented, token_)) continue;
+    if (!presented || !same_secret(*presented, token_)) continue;
     // The one good connection: nobody can connect after it.
     listener_.reset();
     ::unlink((socket_dir_ + "/" + socket_name).c_str());

@@ -3,19 +3,31 @@
 // it by pidfd so that waiting for it and killing it can never hit a reused pid.
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "execution_dirs.hpp"
+#include "psych/protocol/frames.hpp"
 #include "psych/reports.hpp"
 #include "psych/result.hpp"
 
 namespace psych::host {
 
+/// Where a launcher that attaches over loopback TCP connects, and what it proves (its environment's
+/// PSYCH_HOST_PORT and PSYCH_HOST_SECRET; docs/contract.md, "Channels on Windows").
+struct loopback_attach_address {
+  std::uint16_t port = 0;
+  std::string secret;
+};
+
 struct launcher_fds {
   int stdout_write = -1;  ///< becomes fd 1
   int stderr_write = -1;  ///< becomes fd 2
-  int control = -1;       ///< becomes fd 3
-  int channel = -1;       ///< becomes fd 4
+  int control = -1;       ///< becomes fd 3; -1 when the launcher attaches over loopback
+  int channel = -1;       ///< becomes fd 4; -1 when the launcher attaches over loopback
+  /// Set instead of control and channel for a starter that attaches_over_loopback().
+  std::optional<loopback_attach_address> attach;
 };
 
 struct launcher_process {
@@ -49,6 +61,12 @@ class launcher_starter {
   /// Whether the starter gives the child its identity (a container runtime's --user): the
   /// session's run_as is then what grading expects, and the launcher keeps the uid it runs as.
   [[nodiscard]] virtual bool sets_identity() const { return false; }
+  /// Whether its launcher connects to the host's loopback listener for control and the channel
+  /// (the Windows launcher's transport) instead of inheriting them as fds 3 and 4.
+  [[nodiscard]] virtual bool attaches_over_loopback() const { return false; }
+  /// The launch frame as the launcher's platform names things: its paths (a Windows launcher's
+  /// drive letters) and the variables that point at the execution's directories.
+  virtual void adapt_launch(protocol::launch_frame& /*frame*/) const {}
 };
 
 /// The launcher as this host's child, from its path (spawn_launcher).

@@ -12,8 +12,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -32,6 +32,7 @@
 #include "frame_transport.hpp"
 #include "child_process.hpp"
 #include "launcher_process.hpp"
+#include "loopback_attach.hpp"
 #include "loopback_probe.hpp"
 #include "posix.hpp"
 #include "psych/failure_decision.hpp"
@@ -46,7 +47,9 @@ namespace asio = boost::asio;
 using asio::awaitable;
 using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
-using local_socket = asio::local::stream_protocol::socket;
+/// Control and the channel: a Unix socket handed over as fd 3 or 4, or the loopback TCP connection
+/// a launcher attached with (loopback_attach.hpp).
+using stream_socket = asio::generic::stream_protocol::socket;
 using clock = std::chrono::steady_clock;
 
 /// How long the host lets the launcher overrun the wall clock before it
@@ -114,7 +117,7 @@ class session {
       : plan_(&plan), hand_over_(plan.hand_over), claim_(plan.claim), dirs_(dirs), local_launcher_(plan.launcher_path),
         starter_(plan.starter ? *plan.starter : local_launcher_), control_(io_), channel_(io_), stdout_(io_), stderr_(io_), pidfd_(io_),
         control_out_(control_), channel_out_(channel_), probe_(io_), backstop_(io_), drain_deadline_(io_),
-        exit_report_wait_(io_), claim_wait_(io_),
+        exit_report_wait_(io_), claim_wait_(io_), listener_(io_), loopback_(starter_.attaches_over_loopback()),
         out_(plan.terms.output.max_bytes), err_(plan.terms.output.max_bytes), environment_(plan.environment) {
     // The two variables that name this execution's own directories.
     environment_["HOME"] = dirs.workspace;
@@ -140,6 +143,8 @@ class session {
     std::stop_callback on_stop(stop, [this] {
       asio::post(io_, [this] {
         cancelled_ = true;
+        // A launcher that has not attached yet has been told nothing: it is ended instead.
+        if (loopback_ && !control_.is_open() && !launcher_reaped_) kill_launcher();
         send_cancel("cancelled");
       });
     });
@@ -155,29 +160,31 @@ class session {
   /// kernel hands it out, so a step that fails leaves nothing open behind it.
   result<void> launch() {
     probe_.open();
-    PSYCH_TRY(auto control, unix_socket_pair());
-    PSYCH_TRY(auto channel, unix_socket_pair());
     PSYCH_TRY(auto out, cloexec_pipe());
     PSYCH_TRY(auto err, cloexec_pipe());
-    PSYCH_TRY(adopt(control_, control.first, asio::local::stream_protocol()));
-    PSYCH_TRY(adopt(channel_, channel.first, asio::local::stream_protocol()));
     PSYCH_TRY(adopt(stdout_, out.first));
     PSYCH_TRY(adopt(stderr_, err.first));
-
-    const launcher_fds fds{.stdout_write = out.second.get(),
-                           .stderr_write = err.second.get(),
-                           .control = control.second.get(),
-                           .channel = channel.second.get()};
+    token_ = random_token();
+    launcher_fds fds{.stdout_write = out.second.get(), .stderr_write = err.second.get()};
+    if (loopback_) {
+      // Control and the channel arrive as the launcher's connections: attach_then_launch().
+      PSYCH_TRY(listener_.open());
+      fds.attach = loopback_attach_address{listener_.port(), listener_.secret()};
+      PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
+      for (auto* end : {&out.second, &err.second}) end->reset();
+      return adopt_launcher();
+    }
+    PSYCH_TRY(auto control, unix_socket_pair());
+    PSYCH_TRY(auto channel, unix_socket_pair());
+    const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
+    PSYCH_TRY(adopt(control_, control.first, unix_stream));
+    PSYCH_TRY(adopt(channel_, channel.first, unix_stream));
+    fds.control = control.second.get();
+    fds.channel = channel.second.get();
     PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
     // The launcher's ends are the launcher's now: holding them here would hide its end of file.
     for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
-    unique_fd pidfd{launcher_.pidfd};
-    if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
-      end_launcher();
-      return adopted;
-    }
-
-    token_ = random_token();
+    PSYCH_TRY(adopt_launcher());
     const auto frame = protocol::encode_frame(launch_frame());
     boost::system::error_code ec;
     asio::write(control_, asio::buffer(frame), ec);
@@ -186,6 +193,58 @@ class session {
       return failure(error_kind::launcher_unavailable,
                      "the launcher ended before it read its orders (writing the launch frame: " + ec.message() + ")");
     }
+    return success();
+  }
+
+  /// The launcher's exit, watched by the event loop.
+  result<void> adopt_launcher() {
+    unique_fd pidfd{launcher_.pidfd};
+    if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
+      end_launcher();
+      return adopted;
+    }
+    return success();
+  }
+
+  /// A launcher that attaches over loopback: its control connection, proven, then its orders.
+  /// The wait ends with the launcher (wait_launcher closes the listener) or at the backstop.
+  awaitable<bool> attach_then_launch() {
+    auto control = co_await listener_.accept(protocol::attached_stream::control);
+    if (!control) {
+      launch_failure_ = "the launcher never attached: " + control.error().message();
+      co_return false;
+    }
+    if (auto taken = take_connection(control_, control.value()); !taken) {
+      launch_failure_ = taken.error().message();
+      co_return false;
+    }
+    control_out_.send(launch_frame());
+    if (cancelled_) send_cancel("cancelled");  // asked for while there was no control to say it on
+    co_return true;
+  }
+
+  /// The channel, which the launcher connects before it starts the child: after `started` it is
+  /// waiting to be accepted. Then the listener closes: no later connection is ever taken.
+  awaitable<bool> attach_channel() {
+    auto channel = co_await listener_.accept(protocol::attached_stream::channel);
+    listener_.close();
+    if (!channel) {
+      violation("the launcher reported a start without attaching the channel: " + channel.error().message());
+      co_return false;
+    }
+    if (auto taken = take_connection(channel_, channel.value()); !taken) {
+      violation(taken.error().message());
+      co_return false;
+    }
+    co_return true;
+  }
+
+  /// An accepted connection as one of the session's streams.
+  static result<void> take_connection(stream_socket& stream, asio::ip::tcp::socket& connection) {
+    boost::system::error_code ec;
+    const auto handle = connection.release(ec);
+    if (!ec) stream.assign(asio::generic::stream_protocol(AF_INET, IPPROTO_TCP), handle, ec);
+    if (ec) return failure(error_kind::system_call_failed, "taking the launcher's connection: " + ec.message());
     return success();
   }
 
@@ -216,6 +275,7 @@ class session {
     frame.run_as = starter_.sets_identity() ? std::nullopt : plan_->run_as;
     frame.allow_same_uid = plan_->allow_same_uid || starter_.sets_identity();
     frame.prepared = claim_ != nullptr;
+    starter_.adapt_launch(frame);
     return frame;
   }
 
@@ -242,8 +302,9 @@ class session {
   }
 
   awaitable<void> converse() {
-    frame_reader<local_socket> control(control_, {.max_frame_bytes = 1u << 20});
-    frame_reader<local_socket> channel(channel_, {});
+    if (loopback_ && !co_await attach_then_launch()) co_return;
+    frame_reader<stream_socket> control(control_, {.max_frame_bytes = 1u << 20});
+    frame_reader<stream_socket> channel(channel_, {});
 
     auto first = co_await control.next<protocol::started_frame, protocol::launch_error_frame>();
     if (!first || !first.value()) {
@@ -260,6 +321,10 @@ class session {
     }
     outcome_.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;
     starter_.add_mechanisms(*outcome_.mechanisms);
+    if (loopback_ && !co_await attach_channel()) {
+      co_await read_exit(control);
+      co_return;
+    }
 
     if (co_await hello_and_decide(control, channel)) co_await program(channel);
     if (!exit_) co_await read_exit(control);
@@ -267,7 +332,7 @@ class session {
 
   /// Reads the child's containment report, grades it, and answers run or
   /// abort. True when the program was sent.
-  awaitable<bool> hello_and_decide(frame_reader<local_socket>& control, frame_reader<local_socket>& channel) {
+  awaitable<bool> hello_and_decide(frame_reader<stream_socket>& control, frame_reader<stream_socket>& channel) {
     auto hello = co_await channel.next<protocol::hello_frame>();
     if (!hello) {
       violation(hello.error().message());
@@ -351,7 +416,7 @@ class session {
   /// The claim's limits: the launcher narrows the cgroup and restarts its clock, the child lowers
   /// its rlimits and reports what it then observes, and the grade is made again from that.
   /// A sandbox that ended while it waited is `prepared_lost`: nothing of the program reached it.
-  awaitable<bool> narrowed(frame_reader<local_socket>& control, frame_reader<local_socket>& channel) {
+  awaitable<bool> narrowed(frame_reader<stream_socket>& control, frame_reader<stream_socket>& channel) {
     control_out_.send(protocol::narrow_frame{plan_->terms.limits});
     auto answer = co_await control.next<protocol::narrowed_frame, protocol::launch_error_frame, protocol::exit_frame>();
     if (!answer || !answer.value()) {
@@ -402,7 +467,7 @@ class session {
   }
 
   /// The program's frames until its `done`: calls go to the dispatcher as they arrive.
-  awaitable<void> program(frame_reader<local_socket>& channel) {
+  awaitable<void> program(frame_reader<stream_socket>& channel) {
     for (;;) {
       auto frame = co_await channel.next<protocol::done_frame, protocol::call_frame, protocol::cancel_call_frame>();
       if (!frame) {
@@ -434,7 +499,7 @@ class session {
     outcome_.result.problems.insert(outcome_.result.problems.end(), problems.begin(), problems.end());
   }
 
-  awaitable<void> read_exit(frame_reader<local_socket>& control) {
+  awaitable<void> read_exit(frame_reader<stream_socket>& control) {
     auto frame = co_await control.next<protocol::exit_frame>();
     exit_report_wait_.cancel();  // the launcher has said how it ended, or never will: nothing to cancel
     if (frame && frame.value()) exit_ = std::get<protocol::exit_frame>(*frame.value());
@@ -482,6 +547,7 @@ class session {
     launcher_status_ = reap_launcher(launcher_);
     starter_.reaped(launcher_status_);
     launcher_reaped_ = true;
+    listener_.close();  // a launcher that has ended attaches nothing more
     // Whatever still holds a pipe or a socket now is not the launcher's tree
     // any more (it killed that); stop waiting for it after a grace period.
     drain_deadline_.expires_after(drain_grace);
@@ -536,7 +602,8 @@ class session {
     e.network = plan_->terms.network;
     if (plan_->run_as) e.run_as_uid = plan_->run_as->uid, e.run_as_gid = plan_->run_as->gid;
     e.worker_uid = ::getuid();
-    for (const auto& entry : environment_) e.environment_keys.push_back(entry.first);
+    // As the launch named them: a starter may name the execution's directories otherwise.
+    for (const auto& entry : launch_frame().environment) e.environment_keys.push_back(entry.first);
     e.host_namespace_ids = own_namespace_ids();
     return e;
   }
@@ -610,11 +677,13 @@ class session {
   local_launcher local_launcher_;  ///< used when the plan names no starter of its own
   launcher_starter& starter_;
   asio::io_context io_;
-  local_socket control_, channel_;
+  stream_socket control_, channel_;
   asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
-  frame_writer<local_socket> control_out_, channel_out_;
+  frame_writer<stream_socket> control_out_, channel_out_;
   loopback_probe probe_;
   asio::steady_timer backstop_, drain_deadline_, exit_report_wait_, claim_wait_;
+  attach_listener listener_;  ///< where a launcher that attaches over loopback connects
+  const bool loopback_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
   std::optional<binding_gateway> gateway_;  ///< made with the plan that runs (take_calls)

@@ -100,6 +100,14 @@ class launcher_process {
   std::unique_ptr<state> state_;
 };
 
+#ifndef _WIN32
+/// Under Wine, for psych's own host (test_host_session.cpp): the command that starts
+/// psych-launch-windows.exe, and the environment every Wine process here gets (the shared
+/// throwaway prefix's, made on first use).
+std::vector<std::string> wine_launcher_command();
+std::vector<std::string> wine_environment();
+#endif
+
 /// The processes of the host's system whose command line holds `marker`.
 std::vector<process_id> processes_with(std::string_view marker);
 /// Ends a process this test started, by id.

@@ -167,6 +167,10 @@ std::filesystem::path test_child() { return std::string(test_child_exe); }
 
 std::string random_hex(std::size_t bytes) { return host::random_hex(bytes); }
 
+std::vector<std::string> wine_launcher_command() { return {std::string(wine64_path), std::string(launcher_exe)}; }
+
+std::vector<std::string> wine_environment() { return wine_prefix::shared().environment(); }
+
 // ---- the launcher ------------------------------------------------------------------------
 
 struct launcher_process::state {
@@ -179,9 +183,9 @@ launcher_process::launcher_process(const std::vector<std::pair<std::string, std:
     : state_(std::make_unique<state>()) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error(system_error_text("pipe2"));
-  auto environment = wine_prefix::shared().environment();
+  auto environment = wine_environment();
   for (const auto& [name, value] : extra_environment) environment.push_back(name + "=" + value);
-  std::vector<std::string> argv{std::string(wine64_path), std::string(launcher_exe)};
+  auto argv = wine_launcher_command();
   auto args = pointers_to(argv);
   auto env = pointers_to(environment);
   const int input = ::open(stdin_file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1,0 +1,175 @@
+// psych's own host (src/host/session.cpp) driving psych-launch-windows.exe over the loopback
+// transport (src/host/loopback_attach.hpp; docs/contract.md, "Channels on Windows"), under Wine:
+// the session's listener, the proof of the secret, control before `launch` and the channel after
+// `started`, grading the job the launcher and the child read back, and ending a launcher that
+// never attaches. The interpreter is the contract-speaking test child, which the launcher starts
+// as it starts CPython. Linux only: the host has no Windows backend yet (docs/windows-launcher.md).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "cases.hpp"
+#include "child_process.hpp"
+#include "launcher_host.hpp"
+#include "launcher_process.hpp"
+#include "session.hpp"
+
+using namespace psych;
+using namespace psych::testing::windows;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Starts `command` (the Windows launcher under Wine, or a stand-in that never attaches) as the
+/// session's launcher, with the host's loopback address in its environment, and names paths as
+/// the launcher under Wine sees them.
+class wine_starter final : public host::launcher_starter {
+ public:
+  explicit wine_starter(std::vector<std::string> command = os::wine_launcher_command()) : command_(std::move(command)) {}
+
+  result<host::launcher_process> start(const host::launcher_fds& fds, const host::execution_dirs&) override {
+    REQUIRE(fds.attach);
+    CHECK(fds.control == -1);
+    CHECK(fds.channel == -1);
+    auto environment = os::wine_environment();
+    environment.push_back(std::string(protocol::host_port_variable) + "=" + std::to_string(fds.attach->port));
+    environment.push_back(std::string(protocol::host_secret_variable) + "=" + fds.attach->secret);
+    auto spawned = host::child_process::spawn(
+        {.argv = command_, .environment = environment, .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
+    if (!spawned) return failure(error_kind::launcher_unavailable, spawned.error().message());
+    const auto held = spawned.value().release();
+    ++started_;
+    return host::launcher_process{held.pid, held.pidfd};
+  }
+  [[nodiscard]] bool attaches_over_loopback() const override { return true; }
+  void adapt_launch(protocol::launch_frame& frame) const override {
+    for (auto* path : {&frame.workspace, &frame.tmp_dir, &frame.canary}) *path = os::launcher_path_of(*path);
+    for (const char* name : {"HOME", "TMPDIR"})
+      if (auto found = frame.environment.find(name); found != frame.environment.end())
+        found->second = os::launcher_path_of(found->second);
+    frame.environment["TEMP"] = frame.environment["TMP"] = frame.tmp_dir;
+  }
+  [[nodiscard]] int started() const { return started_; }
+
+ private:
+  std::vector<std::string> command_;
+  int started_ = 0;
+};
+
+host::session_plan plan_for(wine_starter& starter, std::string program) {
+  host::session_plan plan;
+  plan.starter = &starter;
+  plan.interpreter = os::launcher_path_of(os::test_child());
+  plan.program = std::move(program);
+  plan.allow_same_uid = true;  // the Windows launcher has no other account to run the child as
+  plan.environment = {{"SystemRoot", "C:\\windows"}};
+  plan.terms.limits.wall_seconds.value = 30;
+  plan.terms.limits.process_count.value = 8;
+  plan.terms.limits.address_space_bytes.value = std::uint64_t{256} << 20;
+  return plan;
+}
+
+std::string problems_of(const sandbox_result& result) {
+  std::string all;
+  for (const auto& problem : result.problems) all += problem + "; ";
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("psych's host: the session attaches the Windows launcher over loopback and grades what its job read back") {
+  if (!can_run()) return;
+  wine_starter starter;
+  const auto plan = plan_for(starter, "print hello from the child");
+  const auto outcome = host::run_session(plan, {});
+  const auto& result = outcome.result;
+  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << problems_of(result)
+                   << "; stderr: " << result.stderr_data);
+  REQUIRE(outcome.mechanisms);  // control attached, launch went out, started came back
+  CHECK(outcome.mechanisms->job.in_job);
+  CHECK(outcome.mechanisms->environment_built);
+  CHECK(result.guarantees.identity == enforcement::unavailable);
+  CHECK(result.guarantees.filesystem == enforcement::unavailable);
+  const auto& job = outcome.mechanisms->job;
+  if (job.memory_bytes > 0 && job.active_processes_limit > 0 && job.cpu_seconds > 0) {
+    // A Job Object that holds its limits (Windows itself): PROCESS, and the program ran.
+    CHECK(result.isolation == isolation_level::process);
+    CHECK(outcome.program_started);
+    CHECK(result.stdout_data == "hello from the child\n");
+  } else {
+    // Wine keeps no job limits: the channel attached and hello was graded, and the session refused
+    // to run the program at PROCESS, saying why, instead of assuming the limits held.
+    MESSAGE("the job read back no limits (Wine): the session refused the program at isolation=process");
+    CHECK_FALSE(result.isolation);
+    CHECK_FALSE(outcome.program_started);
+    REQUIRE(result.failure);
+    CHECK(result.failure->kind == failure_kind::isolation_unavailable);
+    CHECK(result.failure->message.find("isolation=process") != std::string::npos);
+    CHECK(result.guarantees.memory != enforcement::enforced);
+    CHECK(result.guarantees.process_count != enforcement::enforced);
+    CHECK(result.stdout_data.empty());
+  }
+  // The launcher ended the child (aborted or done) and reported it: no problem with the launcher
+  // itself ("the launcher exited with status 1", "the launcher ended without an exit report").
+  for (const auto& problem : result.problems) CHECK_FALSE(problem.starts_with("the launcher"));
+  // What the launch gave the child is expected of it: only Wine's own loader variables are extra.
+  constexpr std::string_view unexpected = "environment: unexpected variables reached the child: ";
+  for (const auto& problem : result.problems)
+    if (problem.starts_with(unexpected)) {
+      const std::string extra = problem.substr(unexpected.size());
+      for (std::size_t at = 0; at < extra.size();) {
+        const auto end = std::min(extra.find(", ", at), extra.size());
+        CHECK(set_by_wine_itself(extra.substr(at, end - at)));
+        at = end + 2;
+      }
+    }
+}
+
+TEST_CASE("psych's host: describe() over loopback reports the Windows launcher's grades and runs nothing") {
+  if (!can_run()) return;
+  wine_starter starter;
+  auto plan = plan_for(starter, "print must not run");
+  plan.probe_only = true;
+  const auto outcome = host::run_session(plan, {});
+  const auto& result = outcome.result;
+  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << problems_of(result));
+  REQUIRE(outcome.mechanisms);
+  CHECK_FALSE(outcome.program_started);
+  CHECK(result.stdout_data.empty());
+  CHECK(result.guarantees.identity == enforcement::unavailable);
+  CHECK(result.guarantees.file_size == enforcement::unavailable);  // Windows has no per-process cap
+}
+
+TEST_CASE("psych's host: a launcher that never attaches is ended, at a cancel or when it exits") {
+  if (!can_run()) return;
+  SUBCASE("it exits without attaching") {
+    wine_starter starter({"/bin/sh", "-c", "exit 7"});
+    const auto outcome = host::run_session(plan_for(starter, "print x"), {});
+    REQUIRE(outcome.result.failure);
+    CHECK(outcome.result.failure->kind == failure_kind::launch_failed);
+    CHECK(outcome.result.failure->message.find("never attached") != std::string::npos);
+    CHECK_FALSE(outcome.mechanisms);
+  }
+  SUBCASE("it hangs without attaching, and the caller cancels") {
+    // A marker in its command line, so the test can see it gone.
+    const std::string marker = "psych-never-attaches-" + os::random_hex(8);
+    wine_starter starter({"/usr/bin/python3", "-c", "import time; time.sleep(600)", marker});
+    std::stop_source stop;
+    std::jthread canceller([&stop] {
+      std::this_thread::sleep_for(1s);
+      stop.request_stop();
+    });
+    const auto began = std::chrono::steady_clock::now();
+    const auto outcome = host::run_session(plan_for(starter, "print x"), stop.get_token());
+    const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    CHECK(starter.started() == 1);
+    REQUIRE(outcome.result.failure);
+    CHECK(outcome.result.cancelled);
+    CHECK(took < 10);  // ended at the cancel, not at the wall clock's 30 s
+    CHECK(wait_until_gone(marker, 5s).empty());
+  }
+}
