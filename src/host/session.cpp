@@ -65,6 +65,10 @@ constexpr auto drain_grace = std::chrono::seconds(2);
 /// A cancel in that moment would have init killed first, and the signal lost with its report.
 /// A program that closed its channel and lives on is cancelled after this wait.
 constexpr auto exit_report_grace = std::chrono::seconds(1);
+/// How long, after `started`, a launcher that attaches over loopback has to have its channel
+/// proven. It connected before it created the child, so the connection is already waiting; the
+/// patience is the proof's, and one more connection's ahead of it.
+constexpr auto channel_attach_patience = attach_listener::proof_patience * 2;
 
 /// Hands an owned descriptor to an Asio object. Should registering it fail, the descriptor
 /// stays with its owner, who closes it.
@@ -226,7 +230,12 @@ class session {
   /// The channel, which the launcher connects before it starts the child: after `started` it is
   /// waiting to be accepted. Then the listener closes: no later connection is ever taken.
   awaitable<bool> attach_channel() {
+    asio::steady_timer patience(io_, channel_attach_patience);
+    patience.async_wait([this](boost::system::error_code ec) {
+      if (!ec) listener_.close();
+    });
     auto channel = co_await listener_.accept(protocol::attached_stream::channel);
+    patience.cancel();
     listener_.close();
     if (!channel) {
       violation("the launcher reported a start without attaching the channel: " + channel.error().message());
