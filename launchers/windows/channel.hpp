@@ -50,8 +50,9 @@ setup_result<unique_socket> attach_to_host(const host_address& host, protocol::a
 /// Shares `channel` with the process `child_pid` and writes, into the handover pipe, the
 /// WSAPROTOCOL_INFOW the child makes its socket from (WSASocketW with FROM_PROTOCOL_INFO; CPython's
 /// socket.fromshare), then `bootstrap` (the precompiled bootstrap the loader runs). The write end
-/// closes here: the child reads those bytes, then end of file. It blocks while the pipe is full,
-/// until the child reads; a child that died fails it, as the launcher holds no read end.
+/// closes here: the child reads those bytes, then end of file. The pipe is made to hold them all;
+/// where Windows buffers less, the write waits for the child to read, and a child that died
+/// fails it, as the launcher holds no read end.
 setup_result<void> hand_channel_over(SOCKET channel, std::int64_t child_pid, unique_handle handover,
                                      std::span<const unsigned char> bootstrap);
 

@@ -23,7 +23,7 @@ setup_result<unique_handle> inheritable_copy_of(DWORD which, const char* name) {
 
 }  // namespace
 
-setup_result<prepared_handles> prepare_inherited_handles() {
+setup_result<prepared_handles> prepare_inherited_handles(std::size_t handover_bytes) {
   prepared_handles prepared;
   auto& handles = prepared.inherited;
   SECURITY_ATTRIBUTES inheritable{sizeof(SECURITY_ATTRIBUTES), nullptr, TRUE};
@@ -35,7 +35,9 @@ setup_result<prepared_handles> prepare_inherited_handles() {
   HANDLE reader = nullptr;
   HANDLE writer = nullptr;
   SECURITY_ATTRIBUTES private_to_launcher{sizeof(SECURITY_ATTRIBUTES), nullptr, FALSE};
-  if (!::CreatePipe(&reader, &writer, &private_to_launcher, 0)) return fail(last_error("handles", "CreatePipe", "handover"));
+  // Room for everything the launcher writes, so that writing it does not wait for the child.
+  if (!::CreatePipe(&reader, &writer, &private_to_launcher, static_cast<DWORD>(handover_bytes)))
+    return fail(last_error("handles", "CreatePipe", "handover"));
   handles.handover = unique_handle(reader);
   prepared.handover_writer = unique_handle(writer);
   if (!::SetHandleInformation(reader, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT))

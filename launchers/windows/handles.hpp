@@ -3,6 +3,7 @@
 // handles of inherited_handles, named in PROC_THREAD_ATTRIBUTE_HANDLE_LIST (spawn.cpp): any other
 // handle of the launcher, inheritable or not (one it inherited from its own parent included),
 // stays out.
+#include <cstddef>
 #include <vector>
 
 #include <windows.h>
@@ -41,8 +42,9 @@ struct prepared_handles {
 };
 
 /// NUL for stdin, inheritable duplicates of the launcher's stdout and stderr, and the handover
-/// pipe, of which only the child's end is inheritable.
-setup_result<prepared_handles> prepare_inherited_handles();
+/// pipe, of which only the child's end is inheritable, asked to buffer `handover_bytes` (Windows
+/// takes the size as a suggestion).
+setup_result<prepared_handles> prepare_inherited_handles(std::size_t handover_bytes);
 
 /// Closes the launcher's own stdout and stderr once the child holds its duplicates, so the host
 /// reads end of file on the program's output as soon as the program's tree is gone.

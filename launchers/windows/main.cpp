@@ -95,7 +95,7 @@ int run() {
   auto started = [&]() -> setup_result<std::pair<started_child, execution_job>> {
     PSYCH_TRY(auto channel, attach_to_host(host.value(), protocol::attached_stream::channel));
     PSYCH_TRY(auto job, execution_job::create(launch.value().limits));
-    PSYCH_TRY(auto handles, prepare_inherited_handles());
+    PSYCH_TRY(auto handles, prepare_inherited_handles(sizeof(WSAPROTOCOL_INFOW) + launcher::bootstrap_blob.size()));
     const child_plan plan{.executable = launch.value().interpreter,
                           .arguments = child_arguments(launch.value(), handles.inherited.handover.get()),
                           .environment_block = std::move(environment).value(),
