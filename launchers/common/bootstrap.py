@@ -133,8 +133,6 @@ def lower_limits(targets):
     bootstrap before any program arrives: a prepared sandbox is never run with more than asked."""
     if type(targets) is not dict:
         raise ProtocolError("lower_limits without an rlimits object")
-    if WINDOWS:  # its launcher refuses prepared launches: a job's limits are the launcher's to set
-        raise ProtocolError("cannot lower limits on Windows: a prepared sandbox is not offered there")
     import resource
     for field, (constant, _) in RLIMITS.items():
         soft = targets.get(field, -1)
@@ -1374,11 +1372,13 @@ def main():
     try:
         if not (ipv4_port.isdigit() and ipv6_port.isdigit()):
             raise ProtocolError(f"bad probe ports {ipv4_port!r} {ipv6_port!r}")
+        if prepared and WINDOWS:  # its launcher refuses them: a job's limits are the launcher's to set
+            raise ProtocolError("a prepared sandbox is not offered on Windows")
         channel = CHANNEL = open_channel()
         report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace)
         channel.send(frame_bytes({"type": "hello", "token": token, "report": report}))
         import_ast()  # while the host grades hello: nothing of the program has arrived yet
-        if prepared and not WINDOWS:
+        if prepared:
             import resource  # lower_limits' (about 1 ms), loaded while the sandbox waits for its claim
         settle()
         frame = channel.receive()

@@ -170,25 +170,29 @@ class session {
     PSYCH_TRY(adopt(stderr_, err.first));
     token_ = random_token();
     launcher_fds fds{.stdout_write = out.second.get(), .stderr_write = err.second.get()};
+    fd_pair control, channel;  // the launcher's fds 3 and 4; none for one that attaches over loopback
     if (loopback_) {
-      // Control and the channel arrive as the launcher's connections: attach_then_launch().
       PSYCH_TRY(listener_.open());
       fds.attach = loopback_attach_address{listener_.port(), listener_.secret()};
-      PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
-      for (auto* end : {&out.second, &err.second}) end->reset();
-      return adopt_launcher();
+    } else {
+      PSYCH_TRY(control, unix_socket_pair());
+      PSYCH_TRY(channel, unix_socket_pair());
+      const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
+      PSYCH_TRY(adopt(control_, control.first, unix_stream));
+      PSYCH_TRY(adopt(channel_, channel.first, unix_stream));
+      fds.control = control.second.get();
+      fds.channel = channel.second.get();
     }
-    PSYCH_TRY(auto control, unix_socket_pair());
-    PSYCH_TRY(auto channel, unix_socket_pair());
-    const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
-    PSYCH_TRY(adopt(control_, control.first, unix_stream));
-    PSYCH_TRY(adopt(channel_, channel.first, unix_stream));
-    fds.control = control.second.get();
-    fds.channel = channel.second.get();
     PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
     // The launcher's ends are the launcher's now: holding them here would hide its end of file.
     for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
-    PSYCH_TRY(adopt_launcher());
+    unique_fd pidfd{launcher_.pidfd};
+    if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
+      end_launcher();
+      return adopted;
+    }
+    // One that attaches over loopback gets its orders once its control is proven: attach_then_launch().
+    if (loopback_) return success();
     const auto frame = protocol::encode_frame(launch_frame());
     boost::system::error_code ec;
     asio::write(control_, asio::buffer(frame), ec);
@@ -196,16 +200,6 @@ class session {
       end_launcher();
       return failure(error_kind::launcher_unavailable,
                      "the launcher ended before it read its orders (writing the launch frame: " + ec.message() + ")");
-    }
-    return success();
-  }
-
-  /// The launcher's exit, watched by the event loop.
-  result<void> adopt_launcher() {
-    unique_fd pidfd{launcher_.pidfd};
-    if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
-      end_launcher();
-      return adopted;
     }
     return success();
   }
@@ -269,7 +263,8 @@ class session {
     starter_.kill(launcher_);
   }
 
-  protocol::launch_frame launch_frame() const {
+  /// What the launcher is told. The environment it names is what grading expects the child to see.
+  protocol::launch_frame launch_frame() {
     protocol::launch_frame frame;
     frame.token = token_;
     frame.isolation = plan_->attempt;
@@ -285,6 +280,8 @@ class session {
     frame.allow_same_uid = plan_->allow_same_uid || starter_.sets_identity();
     frame.prepared = claim_ != nullptr;
     starter_.adapt_launch(frame);
+    launched_environment_keys_.clear();
+    for (const auto& entry : frame.environment) launched_environment_keys_.push_back(entry.first);
     return frame;
   }
 
@@ -612,7 +609,7 @@ class session {
     if (plan_->run_as) e.run_as_uid = plan_->run_as->uid, e.run_as_gid = plan_->run_as->gid;
     e.worker_uid = ::getuid();
     // As the launch named them: a starter may name the execution's directories otherwise.
-    for (const auto& entry : launch_frame().environment) e.environment_keys.push_back(entry.first);
+    e.environment_keys = launched_environment_keys_;
     e.host_namespace_ids = own_namespace_ids();
     return e;
   }
@@ -695,6 +692,7 @@ class session {
   const bool loopback_;
   stream_capture out_, err_;
   std::map<std::string, std::string> environment_;
+  std::vector<std::string> launched_environment_keys_;  ///< set by launch_frame()
   std::optional<binding_gateway> gateway_;  ///< made with the plan that runs (take_calls)
   std::optional<call_dispatcher> calls_;
   std::shared_ptr<completion_sink> relay_answers_ = std::make_shared<completion_sink>(io_);

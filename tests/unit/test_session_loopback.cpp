@@ -4,8 +4,13 @@
 // nor mingw, so every host runs them.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 #include "child_process.hpp"
 #include "launcher_process.hpp"
@@ -21,6 +26,11 @@ namespace {
 constexpr const char* stand_in = R"(
 import json, os, socket, sys, time
 mode = sys.argv[1]
+if mode == "exits":  # before it attaches
+    sys.exit(7)
+if mode == "hangs":  # without attaching; its pid on stdout, which the session captures
+    print(os.getpid(), flush=True)
+    time.sleep(600)
 def attach(stream, secret=os.environ["PSYCH_HOST_SECRET"]):
     s = socket.create_connection(("127.0.0.1", int(os.environ["PSYCH_HOST_PORT"])))
     s.sendall((json.dumps({"type": "attach", "secret": secret, "stream": stream}) + "\n").encode())
@@ -76,7 +86,7 @@ struct timed_outcome {
   double seconds = 0;
 };
 
-timed_outcome run_with(const std::string& mode) {
+timed_outcome run_with(const std::string& mode, std::stop_token stop = {}) {
   const psych::testing::temp_dir root("psych-session-loopback");
   stand_in_starter starter(mode);
   host::session_plan plan;
@@ -86,13 +96,40 @@ timed_outcome run_with(const std::string& mode) {
   plan.temp_root = root.path().string();
   plan.terms.limits.wall_seconds.value = 30;
   const auto began = std::chrono::steady_clock::now();
-  timed_outcome out{host::run_session(plan, {})};
+  timed_outcome out{host::run_session(plan, std::move(stop))};
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   CHECK(std::filesystem::is_empty(root.path()));  // the execution's directories went with it
   return out;
 }
 
 }  // namespace
+
+TEST_CASE("session over loopback: a launcher that exits before it attaches ends the wait") {
+  const auto [outcome, seconds] = run_with("exits");
+  REQUIRE(outcome.result.failure);
+  INFO(outcome.result.failure->message);
+  CHECK(outcome.result.failure->kind == failure_kind::launch_failed);
+  CHECK(outcome.result.failure->message.find("the launcher never attached") != std::string::npos);
+  CHECK_FALSE(outcome.mechanisms);
+  CHECK(seconds < 10);
+}
+
+TEST_CASE("session over loopback: a launcher that hangs without attaching is ended at the cancel") {
+  std::stop_source stop;
+  std::jthread canceller([&stop] {
+    std::this_thread::sleep_for(1s);
+    stop.request_stop();
+  });
+  const auto [outcome, seconds] = run_with("hangs", stop.get_token());
+  REQUIRE(outcome.result.failure);
+  INFO(outcome.result.failure->message);
+  CHECK(outcome.result.cancelled);
+  CHECK(seconds < 10);  // at the cancel, not at the wall clock's 30 s
+  // The stand-in, told nothing, was killed and reaped: its pid names no process any more.
+  const int pid = std::atoi(outcome.result.stdout_data.c_str());
+  REQUIRE(pid > 0);
+  CHECK(::kill(pid, 0) != 0);
+}
 
 TEST_CASE("session over loopback: a launcher that never proves the secret never gets its orders") {
   const auto [outcome, seconds] = run_with("wrong-secret");

@@ -5,6 +5,7 @@
 
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "launcher_host.hpp"
 #include "psych/grading.hpp"
@@ -44,6 +45,22 @@ inline grading_expectation expectation_for(const protocol::launch_frame& launch)
 /// Variables Wine's own loader puts into every process it starts, whatever environment block
 /// CreateProcessW was given; on Windows the child sees the block alone.
 inline bool set_by_wine_itself(const std::string& name) { return name.starts_with("WINE") || name == "SystemDrive"; }
+
+/// `items` joined with "; ", for a failed check's context.
+inline std::string joined(const std::vector<std::string>& items) {
+  std::string all;
+  for (const auto& item : items) all += item + "; ";
+  return all;
+}
+
+/// The child's hello graded against what launch asked and what the launcher read back; under Wine
+/// the child also sees Wine's own loader variables, which are expected then.
+inline containment_grade grade_of(const protocol::launch_frame& launch, const execution& e) {
+  auto expect = expectation_for(launch);
+  for (const auto& key : e.hello->report.environment_keys)
+    if (set_by_wine_itself(key)) expect.environment_keys.push_back(key);
+  return grade_containment(expect, e.started->mechanisms, e.hello->report);
+}
 
 /// The job read back no such limit (Wine): the case's limit cannot be held here. On Windows itself
 /// that is a failure.

@@ -1,16 +1,14 @@
 // psych's own host (src/host/session.cpp) driving psych-launch-windows.exe over the loopback
 // transport (src/host/loopback_attach.hpp; docs/contract.md, "Channels on Windows"), under Wine:
 // the session's listener, the proof of the secret, control before `launch` and the channel after
-// `started`, grading the job the launcher and the child read back, and ending a launcher that
-// never attaches. The interpreter is the contract-speaking test child, which the launcher starts
-// as it starts CPython. Linux only: the host has no Windows backend yet (docs/windows-launcher.md).
+// `started`, and grading the job the launcher and the child read back. The interpreter is the
+// contract-speaking test child, which the launcher starts as it starts CPython. Launchers that
+// break the transport are tests/unit/test_session_loopback.cpp's. Linux only: the host has no
+// Windows backend yet (docs/windows-launcher.md).
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "cases.hpp"
 #include "child_process.hpp"
@@ -20,17 +18,13 @@
 
 using namespace psych;
 using namespace psych::testing::windows;
-using namespace std::chrono_literals;
 
 namespace {
 
-/// Starts `command` (the Windows launcher under Wine, or a stand-in that never attaches) as the
-/// session's launcher, with the host's loopback address in its environment, and names paths as
-/// the launcher under Wine sees them.
+/// Starts the Windows launcher under Wine as the session's launcher, with the host's loopback
+/// address in its environment, and names paths as the launcher under Wine sees them.
 class wine_starter final : public host::launcher_starter {
  public:
-  explicit wine_starter(std::vector<std::string> command = os::wine_launcher_command()) : command_(std::move(command)) {}
-
   result<host::launcher_process> start(const host::launcher_fds& fds, const host::execution_dirs&) override {
     REQUIRE(fds.attach);
     CHECK(fds.control == -1);
@@ -39,10 +33,9 @@ class wine_starter final : public host::launcher_starter {
     environment.push_back(std::string(protocol::host_port_variable) + "=" + std::to_string(fds.attach->port));
     environment.push_back(std::string(protocol::host_secret_variable) + "=" + fds.attach->secret);
     auto spawned = host::child_process::spawn(
-        {.argv = command_, .environment = environment, .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
+        {.argv = os::wine_launcher_command(), .environment = environment, .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
     if (!spawned) return failure(error_kind::launcher_unavailable, spawned.error().message());
     const auto held = spawned.value().release();
-    ++started_;
     return host::launcher_process{held.pid, held.pidfd};
   }
   [[nodiscard]] bool attaches_over_loopback() const override { return true; }
@@ -53,11 +46,6 @@ class wine_starter final : public host::launcher_starter {
         found->second = os::launcher_path_of(found->second);
     frame.environment["TEMP"] = frame.environment["TMP"] = frame.tmp_dir;
   }
-  [[nodiscard]] int started() const { return started_; }
-
- private:
-  std::vector<std::string> command_;
-  int started_ = 0;
 };
 
 host::session_plan plan_for(wine_starter& starter, std::string program) {
@@ -73,12 +61,6 @@ host::session_plan plan_for(wine_starter& starter, std::string program) {
   return plan;
 }
 
-std::string problems_of(const sandbox_result& result) {
-  std::string all;
-  for (const auto& problem : result.problems) all += problem + "; ";
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("psych's host: the session attaches the Windows launcher over loopback and grades what its job read back") {
@@ -87,7 +69,7 @@ TEST_CASE("psych's host: the session attaches the Windows launcher over loopback
   const auto plan = plan_for(starter, "print hello from the child");
   const auto outcome = host::run_session(plan, {});
   const auto& result = outcome.result;
-  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << problems_of(result)
+  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << joined(result.problems)
                    << "; stderr: " << result.stderr_data);
   REQUIRE(outcome.mechanisms);  // control attached, launch went out, started came back
   CHECK(outcome.mechanisms->job.in_job);
@@ -136,40 +118,10 @@ TEST_CASE("psych's host: describe() over loopback reports the Windows launcher's
   plan.probe_only = true;
   const auto outcome = host::run_session(plan, {});
   const auto& result = outcome.result;
-  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << problems_of(result));
+  INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << joined(result.problems));
   REQUIRE(outcome.mechanisms);
   CHECK_FALSE(outcome.program_started);
   CHECK(result.stdout_data.empty());
   CHECK(result.guarantees.identity == enforcement::unavailable);
   CHECK(result.guarantees.file_size == enforcement::unavailable);  // Windows has no per-process cap
-}
-
-TEST_CASE("psych's host: a launcher that never attaches is ended, at a cancel or when it exits") {
-  if (!can_run()) return;
-  SUBCASE("it exits without attaching") {
-    wine_starter starter({"/bin/sh", "-c", "exit 7"});
-    const auto outcome = host::run_session(plan_for(starter, "print x"), {});
-    REQUIRE(outcome.result.failure);
-    CHECK(outcome.result.failure->kind == failure_kind::launch_failed);
-    CHECK(outcome.result.failure->message.find("never attached") != std::string::npos);
-    CHECK_FALSE(outcome.mechanisms);
-  }
-  SUBCASE("it hangs without attaching, and the caller cancels") {
-    // A marker in its command line, so the test can see it gone.
-    const std::string marker = "psych-never-attaches-" + os::random_hex(8);
-    wine_starter starter({"/usr/bin/python3", "-c", "import time; time.sleep(600)", marker});
-    std::stop_source stop;
-    std::jthread canceller([&stop] {
-      std::this_thread::sleep_for(1s);
-      stop.request_stop();
-    });
-    const auto began = std::chrono::steady_clock::now();
-    const auto outcome = host::run_session(plan_for(starter, "print x"), stop.get_token());
-    const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    CHECK(starter.started() == 1);
-    REQUIRE(outcome.result.failure);
-    CHECK(outcome.result.cancelled);
-    CHECK(took < 10);  // ended at the cancel, not at the wall clock's 30 s
-    CHECK(wait_until_gone(marker, 5s).empty());
-  }
 }

@@ -61,7 +61,7 @@ std::string read_handover(HANDLE handover) {
 }
 
 /// Whether `blob` is whole as compile_bootstrap.py makes it: a magic, the code's length, the code,
-/// and a source after it. The loader CPython runs checks the same before it unmarshals.
+/// and a source after it. The loader CPython runs reads the same header before it unmarshals.
 bool whole_bootstrap(std::string_view blob) {
   if (blob.size() < 8) return false;
   std::uint32_t length = 0;
