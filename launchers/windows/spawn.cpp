@@ -2,33 +2,12 @@
 
 #include <memory>
 
+#include "command_line.hpp"
 #include "text.hpp"
 
 namespace psych::windows {
 
 namespace {
-
-/// One argument quoted by the rules CommandLineToArgvW reverses: backslashes are literal unless
-/// they precede a quote, so those before a quote (and before the closing quote) are doubled.
-void append_quoted(std::wstring& line, const std::wstring& argument) {
-  if (!argument.empty() && argument.find_first_of(L" \t\n\v\"") == std::wstring::npos) {
-    line += argument;
-    return;
-  }
-  line.push_back(L'"');
-  std::size_t backslashes = 0;
-  for (const wchar_t c : argument) {
-    if (c == L'\\') {
-      ++backslashes;
-      continue;
-    }
-    line.append(c == L'"' ? backslashes * 2 + 1 : backslashes, L'\\');
-    backslashes = 0;
-    line.push_back(c);
-  }
-  line.append(backslashes * 2, L'\\');
-  line.push_back(L'"');
-}
 
 /// PROC_THREAD_ATTRIBUTE_HANDLE_LIST over `handles`, which must outlive it.
 class handle_list_attribute {
@@ -64,18 +43,6 @@ class handle_list_attribute {
 };
 
 }  // namespace
-
-std::wstring command_line(const std::string& executable, const std::vector<std::string>& arguments) {
-  std::wstring line;
-  // argv[0] is split by simpler rules (no backslash escapes): quoted whole, and it cannot hold a quote
-  // (validate.cpp refuses one).
-  line.append(L"\"").append(widen(executable)).append(L"\"");
-  for (const auto& argument : arguments) {
-    line.push_back(L' ');
-    append_quoted(line, widen(argument));
-  }
-  return line;
-}
 
 setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited_handles& handles,
                                          const execution_job& job) {

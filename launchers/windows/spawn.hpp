@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "failure.hpp"
 #include "handles.hpp"
 #include "job.hpp"
@@ -23,10 +24,6 @@ struct started_child {
   unique_handle process;
   std::int64_t pid = 0;
 };
-
-/// One command line that CommandLineToArgvW (and the C runtime) splits back into exactly
-/// `executable` followed by `arguments`.
-std::wstring command_line(const std::string& executable, const std::vector<std::string>& arguments);
 
 setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited_handles& handles,
                                          const execution_job& job);

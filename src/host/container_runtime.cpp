@@ -50,7 +50,7 @@ std::vector<std::string> container_runtime::image_root_entries(const std::string
   const auto root = without_trailing_space(mounted.value().stdout_text);
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) names.push_back(entry.path().filename());
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) names.push_back(entry.path().filename().string());
   (void)run({"image", "unmount", image});
   std::sort(names.begin(), names.end());
   return names;

@@ -278,7 +278,7 @@ result<launcher_process> container_starter::start(const launcher_fds& fds, const
   if (!written) return failure(error_kind::launcher_unavailable, "the container runtime did not take the token" + runtime_stderr());
   if (auto handed = hand_over(fds, runtime.value().pidfd()); !handed) {
     launch_.runtime.remove(name_);
-    runtime.value().signal_group(SIGKILL);
+    runtime.value().signal_group(ending::kill);
     return handed.error();
   }
   const auto held = runtime.value().release();

@@ -1,6 +1,7 @@
 #include "execution_dirs.hpp"
 
 #include "posix.hpp"
+#include "random_hex.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -9,6 +9,7 @@
 #include "sha256.hpp"
 #include "posix.hpp"
 #include "psych/host/blob_store.hpp"
+#include "random_hex.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,6 +1,8 @@
 #include "interpreter.hpp"
 
-#include <unistd.h>
+#ifndef _WIN32
+#include <unistd.h>  // access
+#endif
 
 #include <algorithm>
 #include <array>
@@ -18,14 +20,30 @@ namespace fs = std::filesystem;
 
 enum class file_kind { missing, not_executable, script, binary };
 
+/// The first bytes of an executable this system runs directly: ELF on Linux, Mach-O (64-bit or
+/// universal) on macOS, a PE's "MZ" on Windows. Anything else that is executable is a script, such
+/// as a pyenv shim (or, on Windows, the Store's zero-byte python.exe alias).
+bool native_executable_magic(std::string_view magic) {
+#if defined(_WIN32)
+  return magic.starts_with("MZ");
+#elif defined(__APPLE__)
+  return magic == "\xcf\xfa\xed\xfe" || magic == "\xca\xfe\xba\xbe";
+#else
+  return magic == "\x7f" "ELF";
+#endif
+}
+
 file_kind classify(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return file_kind::missing;
+#ifndef _WIN32  // Windows has no execute bit: what CreateProcess runs is decided by the file's format
   if (::access(path.c_str(), X_OK) != 0) return file_kind::not_executable;
+#endif
   std::array<char, 4> magic{};
   std::ifstream in(path, std::ios::binary);
   in.read(magic.data(), magic.size());
-  if (std::string_view(magic.data(), 4) == "\x7f" "ELF") return file_kind::binary;
+  const auto got = static_cast<std::size_t>(in.gcount());
+  if (native_executable_magic(std::string_view(magic.data(), got))) return file_kind::binary;
   return file_kind::script;
 }
 
@@ -51,9 +69,26 @@ std::vector<std::string> stdlib_dirs_of(const fs::path& binary) {
   return dirs;
 }
 
+#ifdef _WIN32
+/// What a search tries in each directory of PATH, and where it looks when PATH has none. Windows'
+/// CPython is python.exe (python.org's installer and the Store's add python3.exe too); there is
+/// no system-wide place every installation shares.
+constexpr std::array<const char*, 2> interpreter_names{"python.exe", "python3.exe"};
+constexpr std::array<const char*, 0> system_interpreters{};
+constexpr char path_separator = ';';
+constexpr const char* default_search_path = "";
+constexpr const char* install_advice = "install CPython from python.org";
+#else
+constexpr std::array<const char*, 1> interpreter_names{"python3"};
+constexpr std::array<const char*, 2> system_interpreters{"/usr/bin/python3", "/usr/local/bin/python3"};
+constexpr char path_separator = ':';
+constexpr const char* default_search_path = "/usr/local/bin:/usr/bin:/bin";
+constexpr const char* install_advice = "install one (apt-get install python3)";
+#endif
+
 /// The first system interpreter `child` can run: what the guidance suggests instead.
 std::optional<std::string> reachable_system_interpreter(const accessor& child) {
-  for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"})
+  for (const char* fallback : system_interpreters)
     if (classify(fallback) == file_kind::binary && !unreachable_interpreter(resolved_path(fallback), child))
       return std::string(fallback);
   return std::nullopt;
@@ -117,21 +152,22 @@ result<interpreter_choice> resolve_interpreter(const std::optional<std::string>&
     return true;
   };
   const char* path_env = std::getenv("PATH");
-  std::string_view dirs = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::string_view dirs = path_env ? path_env : default_search_path;
   while (!dirs.empty()) {
-    const auto colon = dirs.find(':');
-    const auto dir = dirs.substr(0, colon);
-    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
-    if (!dir.empty() && usable(fs::path(dir) / "python3")) return choice;
+    const auto separator = dirs.find(path_separator);
+    const auto dir = dirs.substr(0, separator);
+    dirs = separator == std::string_view::npos ? std::string_view{} : dirs.substr(separator + 1);
+    if (dir.empty()) continue;
+    for (const char* name : interpreter_names)
+      if (usable(fs::path(dir) / name)) return choice;
   }
-  for (const char* fallback : {"/usr/bin/python3", "/usr/local/bin/python3"})
+  for (const char* fallback : system_interpreters)
     if (usable(fallback)) return choice;
   std::string skipped;
   for (const auto& note : choice.notes) skipped.append("; ").append(note);
   return failure(error_kind::interpreter_unavailable,
-                 fmt::format("no usable python3 interpreter found on PATH or in /usr/bin{}; install one (apt-get "
-                             "install python3) or pass python_bin",
-                             skipped));
+                 fmt::format("no usable python3 interpreter found on PATH{}{}; {} or pass python_bin",
+                             system_interpreters.empty() ? "" : " or in /usr/bin", skipped, install_advice));
 }
 
 }  // namespace psych::host

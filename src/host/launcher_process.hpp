@@ -1,6 +1,7 @@
 #pragma once
 // Spawning the launcher with the contract's descriptor layout, and holding
-// it by pidfd so that waiting for it and killing it can never hit a reused pid.
+// it by pidfd (on Windows its process handle) so that waiting for it and killing it can never hit
+// a reused pid.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "execution_dirs.hpp"
+#include "os_handle.hpp"
 #include "psych/protocol/frames.hpp"
 #include "psych/reports.hpp"
 #include "psych/result.hpp"
@@ -22,19 +24,21 @@ struct loopback_attach_address {
 };
 
 struct launcher_fds {
-  int stdout_write = -1;  ///< becomes fd 1
-  int stderr_write = -1;  ///< becomes fd 2
-  int control = -1;       ///< becomes fd 3; -1 when the launcher attaches over loopback
-  int channel = -1;       ///< becomes fd 4; -1 when the launcher attaches over loopback
+  os_handle stdout_write = no_os_handle;  ///< becomes fd 1
+  os_handle stderr_write = no_os_handle;  ///< becomes fd 2
+  int control = -1;  ///< becomes fd 3; -1 when the launcher attaches over loopback (always on Windows)
+  int channel = -1;  ///< becomes fd 4; -1 when the launcher attaches over loopback (always on Windows)
   /// Set instead of control and channel for a starter that attaches_over_loopback().
   std::optional<loopback_attach_address> attach;
 };
 
 struct launcher_process {
   pid_t pid = -1;
-  int pidfd = -1;  ///< owned by the caller
+  os_handle pidfd = no_os_handle;  ///< owned by the caller
 };
 
+/// The launcher as this host's child: fds 1-4 as `fds` has them, or with fds.attach the loopback
+/// address in its environment (PSYCH_HOST_PORT, PSYCH_HOST_SECRET) and only 0-2.
 result<launcher_process> spawn_launcher(const std::string& launcher_path, const launcher_fds& fds);
 
 /// Exit status of a launcher whose pidfd became readable; -1 if unknown.
@@ -69,13 +73,21 @@ class launcher_starter {
   virtual void adapt_launch(protocol::launch_frame& /*frame*/) const {}
 };
 
-/// The launcher as this host's child, from its path (spawn_launcher).
+/// The launcher as this host's child, from its path (spawn_launcher). On Windows it attaches over
+/// loopback, the only transport psych-launch-windows.exe has.
 class local_launcher final : public launcher_starter {
  public:
   explicit local_launcher(std::string path) : path_(std::move(path)) {}
   result<launcher_process> start(const launcher_fds& fds, const execution_dirs&) override {
     return spawn_launcher(path_, fds);
   }
+#ifdef _WIN32
+  [[nodiscard]] bool attaches_over_loopback() const override { return true; }
+  /// Windows programs take their temporary directory from TEMP and TMP, not TMPDIR.
+  void adapt_launch(protocol::launch_frame& frame) const override {
+    frame.environment["TEMP"] = frame.environment["TMP"] = frame.tmp_dir;
+  }
+#endif
 
  private:
   std::string path_;

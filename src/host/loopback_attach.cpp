@@ -7,9 +7,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
-#include "posix.hpp"
 #include "psych/protocol/json.hpp"
 #include "same_secret.hpp"
+#include "random_hex.hpp"
 
 namespace psych::host {
 

@@ -174,11 +174,11 @@ struct mcp_client::state {
     if (peer) peer->close_output();
     if (child && child->pid() > 0) {
       if (!child->wait_exit(exit_grace)) {
-        child->signal_group(SIGTERM);
-        if (!child->wait_exit(exit_grace)) child->signal_group(SIGKILL);
+        child->signal_group(host::ending::ask);
+        if (!child->wait_exit(exit_grace)) child->signal_group(host::ending::kill);
       }
       // Whatever the leader left in its group goes too: unreaped, the group's id is still its.
-      child->signal_group(SIGKILL);
+      child->signal_group(host::ending::kill);
     }
     if (peer) {
       peer->break_with(mcp_error_kind::unusable, fmt::format("the client of {} was closed", config.name));

@@ -6,9 +6,7 @@
 // flag is set right after, and what closes the window is how the host starts processes
 // (child_process.cpp: POSIX_SPAWN_CLOEXEC_DEFAULT, so a child inherits only what it is given).
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>  // renameat2 (glibc), renameatx_np (macOS)
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,32 +93,6 @@ inline result<fd_pair> cloexec_pipe() {
 #endif
 }
 
-/// `bytes` bytes from the kernel's random source, as lowercase hex: every id and token the host
-/// makes (execution ids, launch tokens, directory and temporary-file names) comes from here.
-/// getrandom() without flags only blocks until the pool is first seeded, and fails otherwise
-/// only on a kernel without it; that is not an execution's failure, so it throws as
-/// std::random_device does.
-inline std::string random_hex(std::size_t bytes) {
-  std::string raw(bytes, '\0');
-  for (std::size_t got = 0; got < bytes;) {
-#ifdef __linux__
-    const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::system_error(errno, std::generic_category(), "getrandom");
-    got += static_cast<std::size_t>(n);
-#else
-    // getentropy() hands out at most 256 bytes a call.
-    const std::size_t n = std::min<std::size_t>(bytes - got, 256);
-    if (::getentropy(raw.data() + got, n) != 0) throw std::system_error(errno, std::generic_category(), "getentropy");
-    got += n;
-#endif
-  }
-  std::string hex;
-  hex.reserve(2 * bytes);
-  for (const char byte : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
-  return hex;
-}
-
 /// rename() that fails with EEXIST rather than replace `to`: renameat2(RENAME_NOREPLACE) on Linux,
 /// renameatx_np(RENAME_EXCL) on macOS. -1 with errno set on failure.
 inline int rename_no_replace(int from_dir, const char* from, int to_dir, const char* to) {
@@ -143,20 +115,6 @@ inline ssize_t pread_full(int fd, char* out, std::size_t n, std::uint64_t offset
     done += static_cast<std::size_t>(got);
   }
   return static_cast<ssize_t>(done);
-}
-
-/// "SIGKILL" for 9; "signal 99" for a number this system has no name for.
-inline std::string signal_name(long long number) {
-#ifdef __linux__
-  const char* abbreviation = number > 0 && number < NSIG ? ::sigabbrev_np(static_cast<int>(number)) : nullptr;
-  return abbreviation ? fmt::format("SIG{}", abbreviation) : fmt::format("signal {}", number);
-#else
-  // BSD's names are lower case ("kill").
-  if (number <= 0 || number >= NSIG) return fmt::format("signal {}", number);
-  std::string name = "SIG";
-  for (const char* c = ::sys_signame[number]; *c != '\0'; ++c) name.push_back(static_cast<char>(std::toupper(*c)));
-  return name;
-#endif
 }
 
 }  // namespace psych::host

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "posix.hpp"
 #include "psych/builtins.hpp"
+#include "random_hex.hpp"
 
 namespace psych {
 

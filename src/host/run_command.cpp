@@ -59,7 +59,7 @@ result<command_output> run_command(const std::vector<std::string>& argv, const s
   // Both streams ended; what is left of the limit is how long it may take to exit.
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   if (timed_out || !child.value().wait_exit(std::max(left, std::chrono::milliseconds(0))))
-    child.value().signal_group(SIGKILL);
+    child.value().signal_group(ending::kill);
   const auto status = child.value().reap();
   result.exit_code = timed_out ? -1 : status.code;
   return result;

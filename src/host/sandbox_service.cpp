@@ -30,6 +30,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "base64.hpp"
@@ -78,8 +79,7 @@ constexpr std::size_t output_chunk = 48 * 1024;
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
+  const std::tm tm = fmt::gmtime(t);  // gmtime_r where there is one, gmtime_s on Windows
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                      tm.tm_hour, tm.tm_min, tm.tm_sec, ms);

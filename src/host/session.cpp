@@ -1,7 +1,8 @@
 #include "session.hpp"
 
-#include <signal.h>
-#include <unistd.h>
+#ifndef _WIN32
+#include <unistd.h>  // getuid, readlink
+#endif
 
 #include <array>
 #include <chrono>
@@ -14,7 +15,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -31,11 +31,14 @@
 #include "execution_dirs.hpp"
 #include "frame_transport.hpp"
 #include "child_process.hpp"
+#include "child_streams.hpp"
 #include "launcher_process.hpp"
 #include "loopback_attach.hpp"
 #include "loopback_probe.hpp"
-#include "posix.hpp"
+#include "os_handle.hpp"
 #include "psych/failure_decision.hpp"
+#include "random_hex.hpp"
+#include "signal_name.hpp"
 
 namespace psych::host {
 
@@ -70,14 +73,18 @@ constexpr auto exit_report_grace = std::chrono::seconds(1);
 /// patience is the proof's, and one more connection's ahead of it.
 constexpr auto channel_attach_patience = attach_listener::proof_patience * 2;
 
-/// Hands an owned descriptor to an Asio object. Should registering it fail, the descriptor
-/// stays with its owner, who closes it.
+/// The number a POSIX launcher reports for SIGKILL in its exit frame (the same on every POSIX system
+/// psych runs on). A Windows launcher reports no signals.
+constexpr long long sigkill_number = 9;
+
+/// Hands an owned descriptor (on Windows a handle) to an Asio object. Should registering it fail,
+/// it stays with its owner, who closes it.
 template <class Object, class... Protocol>
-result<void> adopt(Object& object, unique_fd& fd, const Protocol&... protocol) {
+result<void> adopt(Object& object, unique_os_handle& handle, const Protocol&... protocol) {
   boost::system::error_code ec;
-  object.assign(protocol..., fd.get(), ec);
-  if (ec) return failure(error_kind::system_call_failed, "epoll_ctl(EPOLL_CTL_ADD): " + ec.message());
-  (void)fd.release();
+  object.assign(protocol..., handle.get(), ec);
+  if (ec) return failure(error_kind::system_call_failed, "registering with the event loop: " + ec.message());
+  (void)handle.release();
   return success();
 }
 
@@ -106,7 +113,7 @@ interpreter_exit exit_of(const protocol::exit_frame& exit) {
   return {.exit_code = exit.exit_code,
           .signal = exit.signal ? std::optional(signal_name(*exit.signal)) : std::nullopt,
           .limit_hit = exit.limit_hit,
-          .killed_on_request = exit.cancelled && exit.signal == SIGKILL};
+          .killed_on_request = exit.cancelled && exit.signal == sigkill_number};
 }
 
 /// The rest of a result once the tree is gone: its artifacts and its attachments.
@@ -164,29 +171,25 @@ class session {
   /// kernel hands it out, so a step that fails leaves nothing open behind it.
   result<void> launch() {
     probe_.open();
-    PSYCH_TRY(auto out, cloexec_pipe());
-    PSYCH_TRY(auto err, cloexec_pipe());
+    PSYCH_TRY(auto out, output_pipe());
+    PSYCH_TRY(auto err, output_pipe());
     PSYCH_TRY(adopt(stdout_, out.first));
     PSYCH_TRY(adopt(stderr_, err.first));
     token_ = random_token();
     launcher_fds fds{.stdout_write = out.second.get(), .stderr_write = err.second.get()};
-    fd_pair control, channel;  // the launcher's fds 3 and 4; none for one that attaches over loopback
+    launcher_sockets sockets;  // none for a launcher that attaches over loopback
     if (loopback_) {
       PSYCH_TRY(listener_.open());
       fds.attach = loopback_attach_address{listener_.port(), listener_.secret()};
     } else {
-      PSYCH_TRY(control, unix_socket_pair());
-      PSYCH_TRY(channel, unix_socket_pair());
-      const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
-      PSYCH_TRY(adopt(control_, control.first, unix_stream));
-      PSYCH_TRY(adopt(channel_, channel.first, unix_stream));
-      fds.control = control.second.get();
-      fds.channel = channel.second.get();
+      PSYCH_TRY(sockets, socket_pairs(fds));
     }
     PSYCH_TRY(launcher_, starter_.start(fds, dirs_));
     // The launcher's ends are the launcher's now: holding them here would hide its end of file.
-    for (auto* end : {&control.second, &channel.second, &out.second, &err.second}) end->reset();
-    unique_fd pidfd{launcher_.pidfd};
+    sockets = {};
+    out.second.reset();
+    err.second.reset();
+    unique_os_handle pidfd{launcher_.pidfd};
     if (auto adopted = adopt(pidfd_, pidfd); !adopted) {
       end_launcher();
       return adopted;
@@ -203,6 +206,31 @@ class session {
     }
     return success();
   }
+
+#ifdef _WIN32
+  struct launcher_sockets {};
+  static result<launcher_sockets> socket_pairs(launcher_fds&) {
+    return failure(error_kind::launcher_unavailable,
+                   "on Windows a launcher attaches over loopback: its starter must say attaches_over_loopback()");
+  }
+#else
+  /// The launcher's ends of control and the channel, its fds 3 and 4.
+  struct launcher_sockets {
+    unique_fd control, channel;
+  };
+  /// Unix socket pairs for control and the channel: the host's ends to the session's streams, the
+  /// launcher's into `fds`.
+  result<launcher_sockets> socket_pairs(launcher_fds& fds) {
+    PSYCH_TRY(auto control, unix_socket_pair());
+    PSYCH_TRY(auto channel, unix_socket_pair());
+    const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
+    PSYCH_TRY(adopt(control_, control.first, unix_stream));
+    PSYCH_TRY(adopt(channel_, channel.first, unix_stream));
+    fds.control = control.second.get();
+    fds.channel = channel.second.get();
+    return launcher_sockets{std::move(control.second), std::move(channel.second)};
+  }
+#endif
 
   /// A launcher that attaches over loopback: its control connection, proven, then its orders.
   /// The wait ends with the launcher (wait_launcher closes the listener) or at the backstop.
@@ -245,7 +273,8 @@ class session {
   /// An accepted connection as one of the session's streams.
   static result<void> take_connection(stream_socket& stream, asio::ip::tcp::socket& connection) {
     boost::system::error_code ec;
-    const auto handle = connection.release(ec);
+    // On Windows Asio's native handle is a class of each protocol's own: the SOCKET inside crosses.
+    const asio::detail::socket_type handle = connection.release(ec);
     if (!ec) stream.assign(asio::generic::stream_protocol(AF_INET, IPPROTO_TCP), handle, ec);
     if (ec) return failure(error_kind::system_call_failed, "taking the launcher's connection: " + ec.message());
     return success();
@@ -259,7 +288,7 @@ class session {
 
   /// SIGKILL to the launcher, wherever it runs.
   void kill_launcher() {
-    child_process::signal_held(launcher_.pid, launcher_.pidfd, SIGKILL);
+    child_process::signal_held(launcher_.pid, launcher_.pidfd, ending::kill);
     starter_.kill(launcher_);
   }
 
@@ -537,7 +566,7 @@ class session {
 
   // ---- output, the launcher's lifetime, the clock ---------------------------
 
-  static awaitable<void> drain(asio::posix::stream_descriptor& pipe, stream_capture& capture) {
+  static awaitable<void> drain(pipe_stream& pipe, stream_capture& capture) {
     std::array<char, 64 * 1024> buffer{};
     for (;;) {
       boost::system::error_code ec;
@@ -549,7 +578,7 @@ class session {
 
   awaitable<void> wait_launcher() {
     boost::system::error_code ec;
-    co_await pidfd_.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
+    co_await async_wait_exit(pidfd_, asio::redirect_error(use_awaitable, ec));
     launcher_status_ = reap_launcher(launcher_);
     starter_.reaped(launcher_status_);
     launcher_reaped_ = true;
@@ -592,12 +621,14 @@ class session {
   /// This process's namespace ids, as the child reports its own: "mnt" -> "mnt:[4026531841]".
   static std::map<std::string, std::string> own_namespace_ids() {
     std::map<std::string, std::string> ids;
+#ifndef _WIN32  // Windows has no namespaces to compare the child's with (Linux's /proc only, in fact)
     for (const char* kind : {"mnt", "pid", "net", "user", "ipc", "uts", "cgroup"}) {
       char target[128];
       const auto path = fmt::format("/proc/self/ns/{}", kind);
       const ssize_t n = ::readlink(path.c_str(), target, sizeof target);
       if (n > 0) ids.emplace(kind, std::string(target, static_cast<std::size_t>(n)));
     }
+#endif
     return ids;
   }
 
@@ -607,7 +638,11 @@ class session {
     e.limits = plan_->terms.limits;
     e.network = plan_->terms.network;
     if (plan_->run_as) e.run_as_uid = plan_->run_as->uid, e.run_as_gid = plan_->run_as->gid;
+#ifdef _WIN32
+    e.worker_uid = -1;  // Windows has no uids: its launcher runs the child as the worker's own account
+#else
     e.worker_uid = ::getuid();
+#endif
     // As the launch named them: a starter may name the execution's directories otherwise.
     e.environment_keys = launched_environment_keys_;
     e.host_namespace_ids = own_namespace_ids();
@@ -684,7 +719,8 @@ class session {
   launcher_starter& starter_;
   asio::io_context io_;
   stream_socket control_, channel_;
-  asio::posix::stream_descriptor stdout_, stderr_, pidfd_;
+  pipe_stream stdout_, stderr_;
+  exit_watch pidfd_;
   frame_writer<stream_socket> control_out_, channel_out_;
   loopback_probe probe_;
   asio::steady_timer backstop_, drain_deadline_, exit_report_wait_, claim_wait_;

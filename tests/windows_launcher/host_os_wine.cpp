@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "host_os.hpp"
-#include "posix.hpp"  // src/host: host::random_hex
+#include "random_hex.hpp"  // src/host
 #include "temp_dir.hpp"
 
 namespace psych::testing::windows::os {

@@ -142,6 +142,8 @@ int wait_held(pid_t pid, int pidfd, siginfo_t& info, int options) {
 #endif
 }
 
+int signal_of(ending how) { return how == ending::kill ? SIGKILL : SIGTERM; }
+
 exit_status status_of(const siginfo_t& info) {
   if (info.si_code == CLD_EXITED) return {info.si_status};
   return {128 + info.si_status};
@@ -219,7 +221,7 @@ child_process& child_process::operator=(child_process&& other) noexcept {
 
 void child_process::end() noexcept {
   if (pidfd_ < 0) return;
-  signal_group(SIGKILL);
+  signal_group(ending::kill);
   (void)reap();
 }
 
@@ -244,8 +246,8 @@ std::string child_process::status_text(std::chrono::milliseconds limit) const {
   return status_of(info).text();
 }
 
-void child_process::signal_group(int signal) const noexcept {
-  if (pid_ > 0 && pidfd_ >= 0) ::killpg(pid_, signal);
+void child_process::signal_group(ending how) const noexcept {
+  if (pid_ > 0 && pidfd_ >= 0) ::killpg(pid_, signal_of(how));
 }
 
 exit_status child_process::reap() {
@@ -269,14 +271,14 @@ exit_status child_process::reap_pidfd(pid_t pid, int pidfd) {
   }
 }
 
-void child_process::signal_held(pid_t pid, int pidfd, int signal) noexcept {
+void child_process::signal_held(pid_t pid, int pidfd, ending how) noexcept {
 #ifdef __linux__
   (void)pid;
-  ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+  ::syscall(SYS_pidfd_send_signal, pidfd, signal_of(how), nullptr, 0);
 #else
   // Unreaped, the child keeps its pid: kill() cannot reach another process.
   (void)pidfd;
-  if (pid > 0) ::kill(pid, signal);
+  if (pid > 0) ::kill(pid, signal_of(how));
 #endif
 }
 

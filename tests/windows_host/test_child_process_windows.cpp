@@ -1,0 +1,340 @@
+// psych's host on Windows, its process layer (src/host/child_process_windows.cpp,
+// os_handle_windows.cpp, random_hex.cpp): the children it starts get exactly their three standard
+// handles and the environment they are given, their arguments arrive as they were, their output is
+// read through the event loop (an overlapped named pipe in Asio's stream_handle), their exit is
+// waited on there too (the process handle in Asio's object_handle), and ending one ends its whole
+// job. psych-windows-host-parts-tests.exe: run under Wine here (ctest case windows_host.parts) and
+// natively in the CI matrix's Windows job (scripts/test-windows-launcher).
+//
+// The binary is its own child: `--child ACTION ...` runs one action instead of the tests.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <windows.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/windows/object_handle.hpp>
+#include <boost/asio/windows/stream_handle.hpp>
+
+#include "child_process.hpp"
+#include "child_streams.hpp"
+#include "os_handle.hpp"
+#include "random_hex.hpp"
+#include "skip.hpp"
+#include "launchers/windows/text.hpp"
+
+using namespace psych;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+namespace {
+
+// ---- the child's side -------------------------------------------------------
+
+void write_all(HANDLE to, const std::string& text) {
+  DWORD written = 0;
+  ::WriteFile(to, text.data(), static_cast<DWORD>(text.size()), &written, nullptr);
+}
+
+/// One action of the child; its exit status.
+int child_main(int argc, wchar_t** argv) {
+  const std::wstring action = argv[2];
+  const HANDLE out = ::GetStdHandle(STD_OUTPUT_HANDLE);
+  if (action == L"output" && argc == 6) {  // OUT ERR STATUS
+    write_all(out, windows::narrow(argv[3]));
+    write_all(::GetStdHandle(STD_ERROR_HANDLE), windows::narrow(argv[4]));
+    return std::stoi(argv[5]);
+  }
+  if (action == L"environment") {  // every variable, one a line
+    const wchar_t* block = ::GetEnvironmentStringsW();
+    std::string text;
+    for (const wchar_t* entry = block; *entry != L'\0'; entry += std::wcslen(entry) + 1)
+      text += windows::narrow(entry) + "\n";
+    write_all(out, text);
+    return 0;
+  }
+  if (action == L"arguments") {  // each argument after the action, one a line
+    std::string text;
+    for (int i = 3; i < argc; ++i) text += windows::narrow(argv[i]) + "\n";
+    write_all(out, text);
+    return 0;
+  }
+  if (action == L"handle" && argc == 4) {  // whether the handle value given is open here
+    const auto value = static_cast<std::uintptr_t>(std::stoull(windows::narrow(argv[3])));
+    DWORD flags = 0;
+    write_all(out, ::GetHandleInformation(reinterpret_cast<HANDLE>(value), &flags) ? "open" : "closed");
+    return 0;
+  }
+  if (action == L"grandchild") {  // starts `--child sleep`, prints its pid, and sleeps
+    std::wstring self(32768, L'\0');
+    self.resize(::GetModuleFileNameW(nullptr, self.data(), static_cast<DWORD>(self.size())));
+    std::wstring line = L"\"" + self + L"\" --child sleep";
+    STARTUPINFOW startup{};
+    startup.cb = sizeof(startup);
+    PROCESS_INFORMATION started{};
+    if (!::CreateProcessW(self.c_str(), line.data(), nullptr, nullptr, FALSE, CREATE_NO_WINDOW, nullptr, nullptr,
+                          &startup, &started))
+      return 2;
+    ::CloseHandle(started.hThread);
+    ::CloseHandle(started.hProcess);
+    write_all(out, std::to_string(started.dwProcessId) + "\n");
+    ::Sleep(INFINITE);
+  }
+  if (action == L"sleep") ::Sleep(INFINITE);
+  return 99;
+}
+
+// ---- the host's side --------------------------------------------------------
+
+std::string own_path() {
+  std::wstring path(32768, L'\0');
+  path.resize(::GetModuleFileNameW(nullptr, path.data(), static_cast<DWORD>(path.size())));
+  return windows::narrow(path);
+}
+
+/// Reaps `child`, ending it by its own handle first should it still run 10 s after it was to end:
+/// a job that did not end it fails the test instead of hanging it.
+host::exit_status reap_surely(host::child_process& child) {
+  if (!child.wait_exit(10s)) {
+    FAIL_CHECK("the child did not end");
+    host::child_process::signal_held(child.pid(), child.pidfd(), host::ending::kill);
+  }
+  return child.reap();
+}
+
+/// Ends `pid` if it still runs (what a failed case left), and says whether it was gone already.
+bool gone_or_ended(DWORD pid, std::chrono::milliseconds limit) {
+  HANDLE process = ::OpenProcess(SYNCHRONIZE | PROCESS_TERMINATE, FALSE, pid);
+  if (process == nullptr) return true;
+  const bool ended = ::WaitForSingleObject(process, static_cast<DWORD>(limit.count())) == WAIT_OBJECT_0;
+  if (!ended) ::TerminateProcess(process, 1);
+  ::CloseHandle(process);
+  return ended;
+}
+
+/// What a child wrote and how it ended, read as the session reads a launcher: both pipes drained
+/// and the exit awaited on one event loop.
+struct observed {
+  std::string out, err;
+  bool exited = false;
+  host::exit_status status;
+};
+
+void drain(host::pipe_stream& pipe, std::string& into) {
+  auto buffer = std::make_shared<std::array<char, 4096>>();
+  pipe.async_read_some(asio::buffer(*buffer), [&pipe, &into, buffer](boost::system::error_code ec, std::size_t n) {
+    if (ec) return;
+    into.append(buffer->data(), n);
+    drain(pipe, into);
+  });
+}
+
+/// Starts `argv` with fresh output pipes and runs the loop until the child exited and both pipes
+/// ended, or `limit` passed (then the child is ended).
+observed run(std::vector<std::string> argv, std::vector<std::string> environment = {},
+             std::chrono::milliseconds limit = 20s) {
+  observed seen;
+  auto out = host::output_pipe();
+  auto err = host::output_pipe();
+  REQUIRE_MESSAGE(out, (out ? "" : out.error().message()));
+  REQUIRE_MESSAGE(err, (err ? "" : err.error().message()));
+  auto child = host::child_process::spawn({.argv = std::move(argv),
+                                           .environment = std::move(environment),
+                                           .descriptors = {host::no_os_handle, out.value().second.get(),
+                                                           err.value().second.get()}});
+  REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
+  out.value().second.reset();  // the child's now: holding it would hide the end of its output
+  err.value().second.reset();
+  asio::io_context io;
+  host::pipe_stream out_stream(io, out.value().first.release());
+  host::pipe_stream err_stream(io, err.value().first.release());
+  host::exit_watch exit(io);
+  HANDLE process_copy = nullptr;
+  REQUIRE(::DuplicateHandle(::GetCurrentProcess(), child.value().pidfd(), ::GetCurrentProcess(), &process_copy, 0,
+                            FALSE, DUPLICATE_SAME_ACCESS));
+  exit.assign(process_copy);
+  host::async_wait_exit(exit, [&](boost::system::error_code ec) { seen.exited = !ec; });
+  drain(out_stream, seen.out);
+  drain(err_stream, seen.err);
+  io.run_for(limit);
+  if (!seen.exited) child.value().signal_group(host::ending::kill);
+  seen.status = reap_surely(child.value());
+  return seen;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> all;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  return all;
+}
+
+// Wine's ntdll exports its version; Windows' does not.
+bool under_wine() { return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr; }
+
+
+}  // namespace
+
+TEST_CASE("a child's output arrives through overlapped pipes on the event loop, and its exit status with it") {
+  const auto seen = run({own_path(), "--child", "output", "to stdout", "to stderr", "3"});
+  CHECK(seen.exited);
+  CHECK(seen.out == "to stdout");
+  CHECK(seen.err == "to stderr");
+  CHECK(seen.status.code == 3);
+  CHECK(seen.status.text() == "exited with status 3");
+}
+
+TEST_CASE("a child's environment is exactly the list it is given") {
+  const auto seen = run({own_path(), "--child", "environment"}, {"PSYCH_ONE=1", "PSYCH_TWO=two words"});
+  CHECK(seen.status.code == 0);
+  auto variables = lines(seen.out);
+  INFO("the child saw: " << seen.out);
+  // Windows adds nothing to a block it is given. Wine adds its own WINE* variables, and SystemDrive
+  // and SystemRoot where the block has none.
+  if (under_wine())
+    std::erase_if(variables, [](const std::string& v) {
+      return v.starts_with("WINE") || v.starts_with("SystemDrive=") || v.starts_with("SystemRoot=");
+    });
+  CHECK(variables == std::vector<std::string>{"PSYCH_ONE=1", "PSYCH_TWO=two words"});
+}
+
+TEST_CASE("an environment Windows would read otherwise than the host meant is refused, naming it") {
+  auto refused = host::child_process::spawn({.argv = {own_path(), "--child", "environment"},
+                                             .environment = {"Path=a", "PATH=b"},
+                                             .descriptors = {}});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message().find("PATH is set twice but for case") != std::string::npos);
+}
+
+TEST_CASE("arguments arrive as they were: spaces, quotes, backslashes and empty ones") {
+  const std::vector<std::string> arguments{"plain", "two words", "a \"quoted\" word", "trailing\\", "C:\\dir with space\\",
+                                           "", "back\\\\\"slash"};
+  std::vector<std::string> argv{own_path(), "--child", "arguments"};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const auto seen = run(argv);
+  CHECK(seen.status.code == 0);
+  CHECK(lines(seen.out) == arguments);
+}
+
+TEST_CASE("a child inherits none of the host's handles, inheritable ones included") {
+  SECURITY_ATTRIBUTES inheritable{sizeof(SECURITY_ATTRIBUTES), nullptr, TRUE};
+  const HANDLE event = ::CreateEventW(&inheritable, TRUE, FALSE, nullptr);
+  REQUIRE(event != nullptr);
+  const auto value = std::to_string(reinterpret_cast<std::uintptr_t>(event));
+  const auto seen = run({own_path(), "--child", "handle", value});
+  ::CloseHandle(event);
+  CHECK(seen.status.code == 0);
+  CHECK(seen.out == "closed");
+}
+
+TEST_CASE("ending a child ends its job: what it started goes with it") {
+  auto out = host::output_pipe();
+  REQUIRE(out);
+  auto child = host::child_process::spawn(
+      {.argv = {own_path(), "--child", "grandchild"}, .descriptors = {host::no_os_handle, out.value().second.get()}});
+  REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
+  out.value().second.reset();
+  // The grandchild's pid, read plainly: one line, then the child sleeps.
+  std::string line;
+  char c = 0;
+  DWORD got = 0;
+  OVERLAPPED overlapped{};
+  overlapped.hEvent = ::CreateEventW(nullptr, TRUE, FALSE, nullptr);
+  while (line.find('\n') == std::string::npos) {
+    ::ResetEvent(overlapped.hEvent);
+    if (!::ReadFile(out.value().first.get(), &c, 1, nullptr, &overlapped) && ::GetLastError() != ERROR_IO_PENDING) break;
+    if (!::GetOverlappedResult(out.value().first.get(), &overlapped, &got, TRUE) || got != 1) break;
+    line.push_back(c);
+  }
+  ::CloseHandle(overlapped.hEvent);
+  REQUIRE_MESSAGE(line.find('\n') != std::string::npos, "the child printed no grandchild pid: " << line);
+  const auto grandchild = static_cast<DWORD>(std::stoul(line));
+  CHECK(child.value().status_text(200ms) == "still running");
+  HANDLE grandchild_process = ::OpenProcess(SYNCHRONIZE, FALSE, grandchild);
+  REQUIRE(grandchild_process != nullptr);
+  CHECK(::WaitForSingleObject(grandchild_process, 0) == WAIT_TIMEOUT);
+  ::CloseHandle(grandchild_process);
+  child.value().signal_group(host::ending::kill);
+  CHECK(child.value().wait_exit(10s));
+  CHECK(child.value().status_text(0ms) == "exited with status 1");
+  CHECK(gone_or_ended(grandchild, 10s));
+  CHECK(reap_surely(child.value()).code == 1);
+  CHECK(child.value().pidfd() == host::no_os_handle);
+}
+
+TEST_CASE("a released child outlives its job's handle, and is ended by its own") {
+  auto child = host::child_process::spawn({.argv = {own_path(), "--child", "sleep"}, .descriptors = {}});
+  REQUIRE(child);
+  const auto held = child.value().release();
+  CHECK(child.value().pid() == -1);
+  const host::unique_os_handle process{held.pidfd};
+  CHECK(::WaitForSingleObject(process.get(), 300) == WAIT_TIMEOUT);  // the job closed without killing it
+  host::child_process::signal_held(held.pid, held.pidfd, host::ending::kill);
+  CHECK(host::child_process::reap_pidfd(held.pid, held.pidfd).code == 1);
+}
+
+TEST_CASE("a program is found on the host's PATH only when asked, never in the current directory") {
+  const auto self = std::filesystem::path(windows::widen(own_path()));
+  std::wstring saved(32768, L'\0');
+  saved.resize(::GetEnvironmentVariableW(L"PATH", saved.data(), static_cast<DWORD>(saved.size())));
+  ::SetEnvironmentVariableW(L"PATH", self.parent_path().c_str());
+  const auto name = windows::narrow(self.stem().native());  // without ".exe": the search adds it
+  auto found = host::child_process::spawn({.argv = {name, "--child", "output", "", "", "5"}, .search_path = true});
+  ::SetEnvironmentVariableW(L"PATH", L"C:\\nonexistent");
+  std::wstring here(MAX_PATH, L'\0');
+  here.resize(::GetCurrentDirectoryW(MAX_PATH, here.data()));
+  ::SetCurrentDirectoryW(self.parent_path().c_str());
+  auto from_current = host::child_process::spawn({.argv = {name, "--child", "sleep"}, .search_path = true});
+  ::SetCurrentDirectoryW(here.c_str());
+  ::SetEnvironmentVariableW(L"PATH", saved.c_str());
+  REQUIRE_MESSAGE(found, (found ? "" : found.error().message()));
+  CHECK(reap_surely(found.value()).code == 5);
+  REQUIRE_FALSE(from_current);
+  CHECK(from_current.error().message().find("not found on PATH") != std::string::npos);
+}
+
+TEST_CASE("what cannot be started is an error naming the call, not a child") {
+  auto missing = host::child_process::spawn({.argv = {"C:\\nonexistent\\program.exe"}});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().call.starts_with("CreateProcessW(C:\\nonexistent\\program.exe)"));
+  CHECK(missing.error().error != 0);
+  auto fourth = host::child_process::spawn({.argv = {own_path()}, .descriptors = {nullptr, nullptr, nullptr, nullptr}});
+  REQUIRE_FALSE(fourth);
+  CHECK(fourth.error().error == ERROR_NOT_SUPPORTED);
+  auto quoted = host::child_process::spawn({.argv = {"C:\\a\"b.exe"}});
+  REQUIRE_FALSE(quoted);
+  CHECK(quoted.error().error == ERROR_INVALID_NAME);
+}
+
+TEST_CASE("an NTSTATUS exit reads as the exception it is") {
+  CHECK(host::exit_status{static_cast<int>(0xC0000005u)}.text() == "ended with exception 0xC0000005");
+  CHECK(host::exit_status{-1}.text() == "ended in a way that could not be read");
+}
+
+TEST_CASE("random_hex comes from the system's generator: the length asked, hex, never the same twice") {
+  const auto a = host::random_hex(16), b = host::random_hex(16);
+  CHECK(a.size() == 32);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(a != b);
+  CHECK(host::random_hex(0).empty());
+}
+
+int wmain(int argc, wchar_t** argv) {
+  if (argc >= 3 && std::wstring_view(argv[1]) == L"--child") return child_main(argc, argv);
+  std::vector<std::string> narrowed;
+  for (int i = 0; i < argc; ++i) narrowed.push_back(windows::narrow(argv[i]));
+  std::vector<char*> pointers;
+  for (auto& argument : narrowed) pointers.push_back(argument.data());
+  doctest::Context context(argc, pointers.data());
+  return psych::testing::exit_status(context.run());
+}
