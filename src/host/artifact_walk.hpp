@@ -1,8 +1,11 @@
 #pragma once
-// Collecting a workspace's files after the program's tree is gone. Every open is resolved beneath
-// the workspace with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-// RESOLVE_NO_XDEV) relative to a directory fd, and what was opened is checked with fstat, so a
-// program racing to swap a directory for a symlink gains nothing: the walk never leaves the tree.
+// Collecting a workspace's files after the program's tree is gone. Every open is of one name
+// relative to its directory, never through a link: on Linux openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) from a directory fd, on Windows
+// NtCreateFile relative to a directory handle with FILE_OPEN_REPARSE_POINT. What was opened is
+// classified from that descriptor or handle, so a program racing to swap a directory for a link
+// gains nothing: the walk never leaves the tree. artifact_walk_posix.cpp, artifact_walk_windows.cpp;
+// what is kept, by the policy, is artifact_harvest.hpp's.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -97,9 +97,15 @@ std::optional<std::string> reachable_system_interpreter(const accessor& child) {
 }  // namespace
 
 std::optional<std::string> unreachable_interpreter(const std::string& binary, const accessor& child) {
+#ifdef _WIN32
+  // The child is the worker's own account on Windows: what the worker found, the child can reach.
+  (void)binary, (void)child, (void)&stdlib_dirs_of;
+  return std::nullopt;
+#else
   const auto obstacle = interpreter_obstacle(binary, stdlib_dirs_of(binary), child);
   if (!obstacle) return std::nullopt;
   return fmt::format("{} is not reachable by uid {}: {}", prefix_of(binary).string(), child.uid, *obstacle);
+#endif
 }
 
 result<interpreter_choice> resolve_interpreter(const std::optional<std::string>& requested,

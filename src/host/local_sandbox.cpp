@@ -1,7 +1,11 @@
 // The local backends (on Linux PROCESS and ISOLATED, one launcher; on macOS PROCESS), and the
 // choice among them.
+#ifdef _WIN32
+#include <windows.h>  // GetModuleFileNameW
+#else
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 #ifdef __linux__
 #include <sched.h>  // unshare: the user namespace probe
 #endif
@@ -39,16 +43,32 @@
 namespace psych {
 namespace {
 
+#ifdef _WIN32
+/// Windows has no uids: no worker is root in the sense that lets a child run as another account,
+/// and every child runs as the worker's own (identity: unavailable).
+bool worker_is_root() { return false; }
+std::int64_t worker_uid() { return -1; }
+#else
+bool worker_is_root() { return ::geteuid() == 0; }
+std::int64_t worker_uid() { return ::getuid(); }
+#endif
+
 /// A string literal (static storage) from the including program; see register_package_launcher.
 std::atomic<const char*> package_launcher{nullptr};
 
 /// The launchers an installed executable may have beside it: bin/psych finds libexec/psych/…, and
 /// an executable installed in libexec/psych/ itself (psych-remote) the one in its own directory.
 std::vector<std::string> launchers_beside_executable() {
-#ifdef __APPLE__
+#if defined(__APPLE__)
   char path[4096];
   std::uint32_t size = sizeof path;
   if (::_NSGetExecutablePath(path, &size) != 0) return {};
+  std::error_code ec;
+  const auto executable = std::filesystem::weakly_canonical(path, ec);
+#elif defined(_WIN32)
+  std::wstring path(32768, L'\0');
+  path.resize(::GetModuleFileNameW(nullptr, path.data(), static_cast<DWORD>(path.size())));
+  if (path.empty()) return {};
   std::error_code ec;
   const auto executable = std::filesystem::weakly_canonical(path, ec);
 #else
@@ -194,7 +214,7 @@ class launcher_sandbox final : public sandbox {
 
   run_as_report identity_report() const {
     if (identities_) return identities_->report();
-    return {.mode = run_as_mode::worker, .first = ::getuid(), .count = 1, .free = 0, .held = 0, .stray = 0, .lock_dir = {}};
+    return {.mode = run_as_mode::worker, .first = worker_uid(), .count = 1, .free = 0, .held = 0, .stray = 0, .lock_dir = {}};
   }
 
   host::session_plan plan_for(const execution_terms& terms, const std::optional<host::uid_lease>& identity) const {
@@ -222,11 +242,16 @@ class launcher_sandbox final : public sandbox {
 };
 
 std::string same_uid_guidance() {
+#ifdef _WIN32
+  return "the Windows launcher runs the child as the worker's own account (Windows has no uid to drop to); pass "
+         "allow_same_uid=true to accept identity: unavailable";
+#else
   return fmt::format(
       "the worker runs as uid {} (not root), so the child would run as the worker's own uid; run the worker as "
       "root so the child drops to a dedicated run_as uid, or pass allow_same_uid=true to accept identity: "
       "unavailable",
-      ::getuid());
+      worker_uid());
+#endif
 }
 
 }  // namespace
@@ -275,30 +300,36 @@ std::optional<std::string> unavailable_here(const host::local_backend_kind& kind
     return fmt::format("{} has no ISOLATED level on {}", kind.launcher, kind.platform);
 #endif
   }
-  if (::geteuid() != 0 && !options.allow_same_uid) return same_uid_guidance();
+  if (!worker_is_root() && !options.allow_same_uid) return same_uid_guidance();
   return std::nullopt;
 }
 
 /// Who the child runs as, for deciding whether it can reach the interpreter: the configured
 /// uid, or (a uid per execution) the range's first, whose rights every uid of a range reserved
 /// for psych shares; an unprivileged worker's child is the worker itself, with its groups.
-host::accessor child_identity(const local_sandbox_options& options) {
-  if (::geteuid() == 0) {
+/// None on Windows, where the child is the worker's own account.
+std::optional<host::accessor> child_identity(const local_sandbox_options& options) {
+#ifdef _WIN32
+  (void)options;
+  return std::nullopt;
+#else
+  if (worker_is_root()) {
     if (options.run_as_uid)
-      return {*options.run_as_uid, {options.run_as_gid.value_or(*options.run_as_uid)}};
-    return {options.run_as_range.first, {options.run_as_range.first}};
+      return host::accessor{*options.run_as_uid, {options.run_as_gid.value_or(*options.run_as_uid)}};
+    return host::accessor{options.run_as_range.first, {options.run_as_range.first}};
   }
   host::accessor self{static_cast<std::int64_t>(::getuid()), {static_cast<std::int64_t>(::getgid())}};
   std::vector<gid_t> groups(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
   const int n = groups.empty() ? 0 : ::getgroups(static_cast<int>(groups.size()), groups.data());
   for (int i = 0; i < n; ++i) self.gids.push_back(groups[static_cast<std::size_t>(i)]);
   return self;
+#endif
 }
 
 /// Where a root worker's children get their uid: one per execution from the range, or the one
 /// configured uid. Null for a worker that is not root: its child keeps the worker's uid.
 result<std::shared_ptr<host::uid_pool>> identities_for(const local_sandbox_options& options) {
-  if (::geteuid() != 0) return std::shared_ptr<host::uid_pool>{};
+  if (!worker_is_root()) return std::shared_ptr<host::uid_pool>{};
   if (options.run_as_uid)
     return host::uid_pool::shared(*options.run_as_uid, options.run_as_gid.value_or(*options.run_as_uid),
                                   options.run_as_range.lock_dir);
@@ -388,6 +419,22 @@ void register_package_launcher(const char* path) noexcept { package_launcher.sto
 
 namespace host {
 
+namespace {
+
+/// A regular file this process may run: executable by its mode on POSIX; on Windows, which has no
+/// execute bit, any regular file (CreateProcessW decides by its format).
+bool launcher_runnable(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+#ifdef _WIN32
+  return true;
+#else
+  return ::access(path.c_str(), X_OK) == 0;
+#endif
+}
+
+}  // namespace
+
 result<std::string> find_launcher(const std::optional<std::string>& explicit_path) {
   // An explicit choice is the only candidate: falling back to another
   // launcher would run something the deployment did not name.
@@ -399,7 +446,7 @@ result<std::string> find_launcher(const std::optional<std::string>& explicit_pat
     for (auto& beside : launchers_beside_executable()) candidates.push_back(std::move(beside));
   }
   for (const auto& path : candidates)
-    if (::access(path.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(path)) return path;
+    if (launcher_runnable(path)) return path;
   std::string tried;
   for (const auto& path : candidates) tried.append(tried.empty() ? "" : ", ").append(path);
   return failure(error_kind::launcher_unavailable,

@@ -1,61 +1,71 @@
 #include "run_command.hpp"
 
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
 
 #include "child_process.hpp"
-#include "posix.hpp"
+#include "child_streams.hpp"
+#include "os_handle.hpp"
 
 namespace psych::host {
 
 namespace {
+
+namespace asio = boost::asio;
+
 constexpr std::size_t output_bytes_max = std::size_t{1} << 20;
-}
+
+/// Reads `pipe` to its end, keeping the first output_bytes_max bytes.
+class bounded_drain {
+ public:
+  bounded_drain(pipe_stream& pipe, std::string& into) : pipe_(pipe), into_(into) { read(); }
+
+ private:
+  void read() {
+    pipe_.async_read_some(asio::buffer(buffer_), [this](boost::system::error_code ec, std::size_t n) {
+      if (ec) return;  // end of file, or the pipe closed under it
+      into_.append(buffer_.data(), std::min(n, output_bytes_max - std::min(into_.size(), output_bytes_max)));
+      read();
+    });
+  }
+  pipe_stream& pipe_;
+  std::string& into_;
+  std::array<char, 16384> buffer_{};
+};
+
+}  // namespace
 
 result<command_output> run_command(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                                    std::chrono::milliseconds limit) {
-  PSYCH_TRY(auto out, cloexec_pipe());
-  PSYCH_TRY(auto err, cloexec_pipe());
+  PSYCH_TRY(auto out, output_pipe());
+  PSYCH_TRY(auto err, output_pipe());
   auto child = child_process::spawn({.argv = argv,
                                      .environment = environment,
-                                     .descriptors = {-1, out.second.get(), err.second.get()}});
+                                     .descriptors = {no_os_handle, out.second.get(), err.second.get()}});
   if (!child) return failure(error_kind::system_call_failed, child.error().message());
   out.second.reset();
   err.second.reset();
 
+  // Both streams to their end, on one loop that stops at the limit.
   command_output result;
+  asio::io_context io;
+  pipe_stream out_stream(io), err_stream(io);
+  boost::system::error_code ec;
+  out_stream.assign(out.first.get(), ec);
+  if (!ec) (void)out.first.release();
+  if (!ec) err_stream.assign(err.first.get(), ec);
+  if (!ec) (void)err.first.release();
+  if (ec) return failure(error_kind::system_call_failed, "registering a command's output: " + ec.message());
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::array<pollfd, 2> fds{pollfd{out.first.get(), POLLIN, 0}, pollfd{err.first.get(), POLLIN, 0}};
-  std::array<std::string*, 2> into{&result.stdout_text, &result.stderr_text};
-  int open = 2;
-  bool timed_out = false;
-  while (open > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[16384];
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n <= 0) {
-        fds[i].fd = -1;  // end of file (or an error): poll ignores a negative fd
-        --open;
-        continue;
-      }
-      auto& text = *into[i];
-      text.append(buffer, std::min(static_cast<std::size_t>(n), output_bytes_max - std::min(text.size(), output_bytes_max)));
-    }
+  {
+    const bounded_drain stdout_drain(out_stream, result.stdout_text);
+    const bounded_drain stderr_drain(err_stream, result.stderr_text);
+    io.run_until(deadline);
   }
+  const bool timed_out = !io.stopped();
   // Both streams ended; what is left of the limit is how long it may take to exit.
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   if (timed_out || !child.value().wait_exit(std::max(left, std::chrono::milliseconds(0))))

@@ -3,8 +3,8 @@
 // handles and the environment they are given, their arguments arrive as they were, their output is
 // read through the event loop (an overlapped named pipe in Asio's stream_handle), their exit is
 // waited on there too (the process handle in Asio's object_handle), and ending one ends its whole
-// job. psych-windows-host-parts-tests.exe: run under Wine here (ctest case windows_host.parts) and
-// natively in the CI matrix's Windows job (scripts/test-windows-launcher).
+// job. psych-windows-host-parts-tests.exe (with test_files_windows.cpp): run under Wine here (ctest
+// case windows_host.parts) and natively in the CI matrix's Windows job (scripts/test-windows-launcher).
 //
 // The binary is its own child: `--child ACTION ...` runs one action instead of the tests.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -29,11 +29,14 @@
 #include "child_process.hpp"
 #include "child_streams.hpp"
 #include "os_handle.hpp"
+#include "parts.hpp"
 #include "random_hex.hpp"
 #include "skip.hpp"
 #include "launchers/windows/text.hpp"
 
 using namespace psych;
+using psych::testing::windows_host::own_path;
+using psych::testing::windows_host::under_wine;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
@@ -95,12 +98,6 @@ int child_main(int argc, wchar_t** argv) {
 }
 
 // ---- the host's side --------------------------------------------------------
-
-std::string own_path() {
-  std::wstring path(32768, L'\0');
-  path.resize(::GetModuleFileNameW(nullptr, path.data(), static_cast<DWORD>(path.size())));
-  return windows::narrow(path);
-}
 
 /// Reaps `child`, ending it by its own handle first should it still run 10 s after it was to end:
 /// a job that did not end it fails the test instead of hanging it.
@@ -178,9 +175,6 @@ std::vector<std::string> lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) all.push_back(line);
   return all;
 }
-
-// Wine's ntdll exports its version; Windows' does not.
-bool under_wine() { return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr; }
 
 
 }  // namespace

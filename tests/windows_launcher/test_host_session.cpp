@@ -3,8 +3,8 @@
 // the session's listener, the proof of the secret, control before `launch` and the channel after
 // `started`, and grading the job the launcher and the child read back. The interpreter is the
 // contract-speaking test child, which the launcher starts as it starts CPython. Launchers that
-// break the transport are tests/unit/test_session_loopback.cpp's. Linux only: the host has no
-// Windows backend yet (docs/windows-launcher.md).
+// break the transport are tests/unit/test_session_loopback.cpp's. Linux only: psych's host is not
+// linked for Windows yet (docs/windows-launcher.md, "psych's host on Windows").
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,5 +1,8 @@
+// artifact_walk.hpp on POSIX: openat2 beneath the workspace on Linux, openat with O_NOFOLLOW_ANY
+// on macOS; what is kept is artifact_harvest.hpp's decision.
 #include "artifact_walk.hpp"
 
+#include "artifact_harvest.hpp"
 #include "posix.hpp"
 
 #include <dirent.h>
@@ -14,7 +17,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -29,9 +31,6 @@ namespace {
 constexpr std::uint64_t resolve_beneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
 #endif
-
-/// Reads are made in pieces of this size, so a small file never costs a max_file_bytes buffer.
-constexpr std::size_t read_chunk = std::size_t{64} << 10;
 
 /// openat2 of one name beneath `dir`; O_NOFOLLOW | O_CLOEXEC are always added. On failure the fd
 /// is invalid and errno says why (ELOOP: the name is a symlink).
@@ -78,7 +77,7 @@ bool stat_beneath(int dir, const char* name, struct stat& st) {
 
 class walker {
  public:
-  explicit walker(const artifact_policy& policy) : policy_(policy) {}
+  explicit walker(const artifact_policy& policy) : kept_(policy) {}
 
   /// `dir` is an O_RDONLY directory fd; `prefix` is its workspace-relative path with a trailing
   /// '/' (empty for the workspace); `depth` counts its path components (0 for the workspace).
@@ -89,13 +88,10 @@ class walker {
     for (const auto& name : names) visit(dir, name, prefix + name, depth);
   }
 
-  harvest take() && {
-    std::ranges::sort(out_.files, {}, &harvested_file::path);
-    return std::move(out_);
-  }
+  harvest take() && { return std::move(kept_).take(); }
 
  private:
-  void omit(omission_reason why) { ++out_.omitted[why]; }
+  void omit(omission_reason why) { kept_.omit(why); }
 
   /// The names in `dir`, read through a descriptor of its own (readdir moves the offset).
   std::vector<std::string> names_in(int dir) {
@@ -163,44 +159,22 @@ class walker {
   }
 
   void descend(int sub, const std::string& path, std::uint64_t depth) {
-    if (depth > policy_.max_depth) return omit(omission_reason::too_deep);  // once; what is inside is never seen
-    walk(sub, path + "/", depth);
+    if (kept_.may_descend(depth)) walk(sub, path + "/", depth);
   }
 
   /// Reads the regular file `file` was classified as, from that descriptor.
   void take_file(int file, const std::string& path, const struct stat& classified) {
-    const auto size = static_cast<std::uint64_t>(classified.st_size);
-    if (size > policy_.max_file_bytes) return omit(omission_reason::too_large);
-    if (out_.files.size() >= policy_.max_files || size > policy_.max_total_bytes - total_bytes_)
-      return omit(omission_reason::too_many);
-
-    // One byte past the cap tells a file that grew since the fstat from one that fits exactly.
-    const std::uint64_t limit = policy_.max_file_bytes == std::numeric_limits<std::uint64_t>::max()
-                                    ? policy_.max_file_bytes
-                                    : policy_.max_file_bytes + 1;
-    std::string bytes;
-    while (bytes.size() < limit) {
-      const std::size_t have = bytes.size();
-      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit - have, read_chunk));
-      bytes.resize(have + want);
-      const ssize_t got = ::read(file, bytes.data() + have, want);
-      if (got < 0) {
-        bytes.resize(have);
-        if (errno == EINTR) continue;
-        return omit(omission_reason::unreadable);
-      }
-      bytes.resize(have + static_cast<std::size_t>(got));
-      if (got == 0) break;
-    }
-    if (bytes.size() > policy_.max_file_bytes) return omit(omission_reason::too_large);
-    if (bytes.size() > policy_.max_total_bytes - total_bytes_) return omit(omission_reason::too_many);
-    total_bytes_ += bytes.size();
-    out_.files.push_back({path, std::move(bytes)});
+    kept_.take_file(path, static_cast<std::uint64_t>(classified.st_size),
+                    [file](char* into, std::size_t want) -> std::optional<std::size_t> {
+                      for (;;) {
+                        const ssize_t got = ::read(file, into, want);
+                        if (got >= 0) return static_cast<std::size_t>(got);
+                        if (errno != EINTR) return std::nullopt;
+                      }
+                    });
   }
 
-  const artifact_policy& policy_;
-  harvest out_;
-  std::uint64_t total_bytes_ = 0;  ///< never above policy_.max_total_bytes
+  harvester kept_;
 };
 
 }  // namespace
