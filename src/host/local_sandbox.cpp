@@ -36,7 +36,9 @@
 #include "session.hpp"
 #include "uid_pool.hpp"
 
-#ifndef PSYCH_LAUNCHER_BESIDE_BIN
+#if !defined(PSYCH_LAUNCHER_BESIDE_BIN) && defined(_WIN32)
+#define PSYCH_LAUNCHER_BESIDE_BIN "../libexec/psych/psych-launch-windows.exe"
+#elif !defined(PSYCH_LAUNCHER_BESIDE_BIN)
 #define PSYCH_LAUNCHER_BESIDE_BIN "../libexec/psych/psych-launch-linux"
 #endif
 

@@ -15,6 +15,7 @@
 
 #include "pipe_pair.hpp"
 #include "child_process.hpp"
+#include "run_command.hpp"
 
 using psych::host::child_process;
 using namespace std::chrono_literals;
@@ -134,4 +135,30 @@ TEST_CASE("child_process: released, the pid and pidfd are the caller's, reaped w
   CHECK(held.pid > 0);
   CHECK(child_process::reap_pidfd(held.pid, held.pidfd).code == 7);
   ::close(held.pidfd);
+}
+
+// run_command (src/host/run_command.cpp): the host's own short commands, on the same Asio pipes as
+// the session's (one implementation for POSIX and Windows; tests/windows_host runs it on Windows).
+TEST_CASE("run_command: both streams and the status; the first MiB of each is kept") {
+  auto ran = psych::host::run_command(
+      {"/bin/sh", "-c", "printf out; printf err >&2; head -c 1100000 /dev/zero | tr '\\0' x; exit 3"}, {}, 20s);
+  REQUIRE_MESSAGE(ran, (ran ? std::string{} : ran.error().message()));
+  CHECK(ran.value().exit_code == 3);
+  CHECK(ran.value().stderr_text == "err");
+  CHECK(ran.value().stdout_text.size() == std::size_t{1} << 20);
+  CHECK(ran.value().stdout_text.starts_with("outxxx"));
+}
+
+TEST_CASE("run_command: past its limit, the command and what holds its output are ended, and its status is -1") {
+  const auto started = std::chrono::steady_clock::now();
+  // The grandchild keeps stdout open after the shell is gone: the limit, not end of file, ends it.
+  auto ran = psych::host::run_command({"/bin/sh", "-c", "echo $$; sleep 60 & exit 0"}, {}, 500ms);
+  REQUIRE(ran);
+  CHECK(ran.value().exit_code == -1);
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+  const auto shell = static_cast<pid_t>(std::stol(ran.value().stdout_text));
+  CHECK(gone_within(shell, 1s));
+  auto missing = psych::host::run_command({"/nonexistent/program"}, {}, 1s);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message().find("/nonexistent/program") != std::string::npos);
 }
