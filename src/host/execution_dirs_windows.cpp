@@ -75,7 +75,7 @@ class owner_only_security {
 /// A directory of a fresh random name in `root`; its path.
 result<std::wstring> make_unique_dir(const std::wstring& root, const char* prefix, owner_only_security& security) {
   for (int attempt = 0;; ++attempt) {
-    const std::wstring path = root + L"\\" + windows::widen(prefix + random_hex(8));
+    const std::wstring path = (fs::path(root) / windows::widen(prefix + random_hex(8))).native();
     if (::CreateDirectoryW(path.c_str(), security.get())) return path;
     const DWORD error = ::GetLastError();
     if (error != ERROR_ALREADY_EXISTS || attempt == 8)
@@ -146,7 +146,14 @@ bool remove_tree(const std::wstring& top) {
 result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   owner_only_security security;
   if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
-  const std::wstring root = fs::path(windows::widen(temp_root)).lexically_normal().native();
+  // Absolute: removal prefixes the paths with \\?\, which takes no relative path.
+  std::error_code ec;
+  // Without a trailing separator ("C:\\Temp\\" is GetTempPath's), so that what is joined below has
+  // no doubled one, which a \\?\ path does not forgive; a drive's root keeps its own.
+  auto normal = fs::absolute(windows::widen(temp_root), ec).lexically_normal();
+  if (!normal.has_filename() && normal.has_relative_path()) normal = normal.parent_path();
+  const std::wstring root = normal.native();
+  if (ec) return failure(error_kind::system_call_failed, fmt::format("the temp root {}: {}", temp_root, ec.message()));
   execution_dirs dirs;
   PSYCH_TRY(auto base, make_unique_dir(root, "psych-", security));
   dirs.base = windows::narrow(base);

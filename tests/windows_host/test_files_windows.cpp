@@ -105,6 +105,18 @@ TEST_CASE("an execution's directories: a workspace, a temp dir and a canary with
   CHECK(fs::is_empty(root.path));
 }
 
+TEST_CASE("an execution's directories under GetTempPath's own path, trailing separator and all") {
+  const auto root = windows::narrow(temp_dir().native());
+  REQUIRE(root.ends_with("\\"));
+  auto made = host::make_execution_dirs(root);
+  REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
+  CHECK(made.value().base.find("\\\\") == std::string::npos);
+  write(fs::path(windows::widen(made.value().workspace)) / "left.txt", "by the program");
+  CHECK(host::remove_execution_dirs(made.value()));
+  CHECK_FALSE(fs::exists(windows::widen(made.value().base)));
+  CHECK_FALSE(fs::exists(windows::widen(made.value().canary_dir)));
+}
+
 TEST_CASE("removing an execution's directories removes a link the program planted, never what it points at") {
   const scratch root;
   const scratch outside;
