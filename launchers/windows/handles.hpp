@@ -9,20 +9,9 @@
 #include <windows.h>
 
 #include "failure.hpp"
-#include "unique_resource.hpp"
+#include "unique_handle.hpp"
 
 namespace psych::windows {
-
-struct handle_traits {
-  using type = HANDLE;
-  static constexpr HANDLE empty = nullptr;
-  /// Win32 calls fail with either nullptr or INVALID_HANDLE_VALUE, depending on the call.
-  static bool valid(HANDLE handle) noexcept { return handle != nullptr && handle != INVALID_HANDLE_VALUE; }
-  static void release(HANDLE handle) noexcept { ::CloseHandle(handle); }
-};
-
-/// One HANDLE, closed with the object that owns it.
-using unique_handle = unique_resource<handle_traits>;
 
 /// The child's standard handles and the read end of its handover pipe, each an inheritable handle
 /// of the launcher's own.

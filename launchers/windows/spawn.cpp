@@ -1,53 +1,16 @@
 #include "spawn.hpp"
 
-#include <memory>
-
 #include "command_line.hpp"
+#include "handle_list.hpp"
 #include "text.hpp"
 
 namespace psych::windows {
 
-namespace {
-
-/// PROC_THREAD_ATTRIBUTE_HANDLE_LIST over `handles`, which must outlive it.
-class handle_list_attribute {
- public:
-  static setup_result<handle_list_attribute> create(std::vector<HANDLE>& handles) {
-    SIZE_T size = 0;
-    ::InitializeProcThreadAttributeList(nullptr, 1, 0, &size);
-    handle_list_attribute attribute;
-    attribute.storage_ = std::make_unique<char[]>(size);
-    auto* list = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(attribute.storage_.get());
-    if (!::InitializeProcThreadAttributeList(list, 1, 0, &size))
-      return fail(last_error("spawn", "InitializeProcThreadAttributeList"));
-    attribute.list_ = list;
-    if (!::UpdateProcThreadAttribute(list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, handles.data(),
-                                     handles.size() * sizeof(HANDLE), nullptr, nullptr))
-      return fail(last_error("spawn", "UpdateProcThreadAttribute", "PROC_THREAD_ATTRIBUTE_HANDLE_LIST"));
-    return attribute;
-  }
-  handle_list_attribute(handle_list_attribute&& other) noexcept
-      : storage_(std::move(other.storage_)), list_(std::exchange(other.list_, nullptr)) {}
-  handle_list_attribute(const handle_list_attribute&) = delete;
-  handle_list_attribute& operator=(const handle_list_attribute&) = delete;
-  handle_list_attribute& operator=(handle_list_attribute&&) = delete;
-  ~handle_list_attribute() {
-    if (list_ != nullptr) ::DeleteProcThreadAttributeList(list_);
-  }
-  [[nodiscard]] LPPROC_THREAD_ATTRIBUTE_LIST get() const noexcept { return list_; }
-
- private:
-  handle_list_attribute() = default;
-  std::unique_ptr<char[]> storage_;
-  LPPROC_THREAD_ATTRIBUTE_LIST list_ = nullptr;
-};
-
-}  // namespace
-
 setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited_handles& handles,
                                          const execution_job& job) {
   auto listed = handles.list();
-  PSYCH_TRY(auto attribute, handle_list_attribute::create(listed));
+  const handle_list_attribute attribute{listed};
+  if (!attribute) return fail(system_failure("spawn", attribute.failed_call(), attribute.error(), attribute.failed_on()));
 
   STARTUPINFOEXW startup{};
   startup.StartupInfo.cb = sizeof startup;

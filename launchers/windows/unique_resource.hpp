@@ -23,6 +23,9 @@ class unique_resource {
 
   [[nodiscard]] value_type get() const noexcept { return value_; }
   explicit operator bool() const noexcept { return Traits::valid(value_); }
+  [[nodiscard]] bool valid() const noexcept { return Traits::valid(value_); }
+  /// Hands the resource to a new owner.
+  [[nodiscard]] value_type release() noexcept { return std::exchange(value_, Traits::empty); }
   void reset(value_type value = Traits::empty) noexcept {
     if (Traits::valid(value_)) Traits::release(value_);
     value_ = value;

@@ -122,7 +122,7 @@ result<harvest> collect_artifacts(const std::string& workspace, const artifact_p
   const unique_os_handle root{::CreateFileW(path.c_str(), entry_access, entry_share, nullptr, OPEN_EXISTING,
                                             FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr)};
   BY_HANDLE_FILE_INFORMATION info{};
-  if (root.get() == INVALID_HANDLE_VALUE || !::GetFileInformationByHandle(root.get(), &info))
+  if (!root.valid() || !::GetFileInformationByHandle(root.get(), &info))
     return failure(error_kind::system_call_failed,
                    fmt::format("CreateFileW({}): {}", workspace, windows::error_text(::GetLastError())));
   if ((info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) == 0 || (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) != 0)

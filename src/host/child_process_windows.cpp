@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <memory>
 #include <optional>
 #include <utility>
 
@@ -20,6 +19,7 @@
 
 #include "launchers/windows/command_line.hpp"
 #include "launchers/windows/environment.hpp"  // the block, by Windows' rules
+#include "launchers/windows/handle_list.hpp"
 #include "launchers/windows/text.hpp"  // widen, narrow, error_text
 
 namespace psych::host {
@@ -59,37 +59,6 @@ struct standard_handles {
       handles[target] = unique_os_handle{copy};
     }
   }
-};
-
-/// PROC_THREAD_ATTRIBUTE_HANDLE_LIST over `list`, which must outlive it.
-class handle_list_attribute {
- public:
-  explicit handle_list_attribute(std::vector<HANDLE>& list) {
-    SIZE_T size = 0;
-    ::InitializeProcThreadAttributeList(nullptr, 1, 0, &size);
-    storage_ = std::make_unique<char[]>(size);
-    auto* attributes = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(storage_.get());
-    if (!::InitializeProcThreadAttributeList(attributes, 1, 0, &size)) {
-      error_ = last_error("InitializeProcThreadAttributeList");
-      return;
-    }
-    list_ = attributes;
-    if (!::UpdateProcThreadAttribute(list_, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, list.data(),
-                                     list.size() * sizeof(HANDLE), nullptr, nullptr))
-      error_ = last_error("UpdateProcThreadAttribute(PROC_THREAD_ATTRIBUTE_HANDLE_LIST)");
-  }
-  ~handle_list_attribute() {
-    if (list_ != nullptr) ::DeleteProcThreadAttributeList(list_);
-  }
-  handle_list_attribute(const handle_list_attribute&) = delete;
-  handle_list_attribute& operator=(const handle_list_attribute&) = delete;
-  [[nodiscard]] LPPROC_THREAD_ATTRIBUTE_LIST get() const noexcept { return list_; }
-  [[nodiscard]] const std::optional<spawn_error>& error() const noexcept { return error_; }
-
- private:
-  std::unique_ptr<char[]> storage_;
-  LPPROC_THREAD_ATTRIBUTE_LIST list_ = nullptr;
-  std::optional<spawn_error> error_;
 };
 
 bool has_directory(const std::string& program) { return program.find_first_of("\\/:") != std::string::npos; }
@@ -171,8 +140,10 @@ spawn_result child_process::spawn(const child_spec& spec) {
   if (standard.error) return *standard.error;
   std::vector<HANDLE> inherited;
   for (const auto& handle : standard.handles) inherited.push_back(handle.get());
-  const handle_list_attribute attribute{inherited};
-  if (attribute.error()) return *attribute.error();
+  const windows::handle_list_attribute attribute{inherited};
+  if (!attribute)
+    return spawn_error{fmt::format("{}({})", attribute.failed_call(), attribute.failed_on()),
+                       static_cast<int>(attribute.error())};
 
   unique_os_handle job{::CreateJobObjectW(nullptr, nullptr)};
   if (!job.valid()) return last_error("CreateJobObjectW");

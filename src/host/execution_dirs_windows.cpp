@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "launchers/windows/text.hpp"  // widen, narrow, error_text
+#include "os_handle.hpp"
 #include "random_hex.hpp"
 
 namespace psych::host {
@@ -169,17 +170,19 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   dirs.canary_dir = windows::narrow(canary_dir.value());
   dirs.canary = dirs.canary_dir + "\\canary";
   const std::wstring canary = canary_dir.value() + L"\\canary";
-  HANDLE file = ::CreateFileW(canary.c_str(), GENERIC_WRITE, 0, security.get(), CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
+  unique_os_handle file{
+      ::CreateFileW(canary.c_str(), GENERIC_WRITE, 0, security.get(), CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr)};
   const auto content = "psych canary " + random_hex(16) + "\n";
   DWORD written = 0;
-  const bool wrote = file != INVALID_HANDLE_VALUE &&
-                     ::WriteFile(file, content.data(), static_cast<DWORD>(content.size()), &written, nullptr) &&
+  const char* call = file.valid() ? "WriteFile" : "CreateFileW";
+  const bool wrote = file.valid() &&
+                     ::WriteFile(file.get(), content.data(), static_cast<DWORD>(content.size()), &written, nullptr) &&
                      written == content.size();
   const DWORD error = ::GetLastError();
-  if (file != INVALID_HANDLE_VALUE) ::CloseHandle(file);
+  file.reset();  // closed before the removal below, which an open canary would stop
   if (!wrote) {
     (void)remove_execution_dirs(dirs);
-    return failure(error_kind::system_call_failed, "writing the canary: " + failed("CreateFileW", canary, error));
+    return failure(error_kind::system_call_failed, "writing the canary: " + failed(call, canary, error));
   }
   return dirs;
 }

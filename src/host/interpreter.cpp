@@ -22,7 +22,7 @@ enum class file_kind { missing, not_executable, script, binary };
 
 /// The first bytes of an executable this system runs directly: ELF on Linux, Mach-O (64-bit or
 /// universal) on macOS, a PE's "MZ" on Windows. Anything else that is executable is a script, such
-/// as a pyenv shim (or, on Windows, the Store's zero-byte python.exe alias).
+/// as a pyenv shim (on Windows, presumably also the Store's zero-byte python.exe alias: not observed).
 bool native_executable_magic(std::string_view magic) {
 #if defined(_WIN32)
   return magic.starts_with("MZ");
@@ -57,7 +57,7 @@ std::string resolved_path(const fs::path& path) {
 fs::path prefix_of(const fs::path& binary) { return binary.parent_path().parent_path(); }
 
 /// The prefix's standard library directories (lib/python3.*), resolved.
-std::vector<std::string> stdlib_dirs_of(const fs::path& binary) {
+[[maybe_unused]] std::vector<std::string> stdlib_dirs_of(const fs::path& binary) {  // not on Windows
   std::vector<std::string> dirs;
   std::error_code ec;
   for (auto it = fs::directory_iterator(prefix_of(binary) / "lib", ec); !ec && it != fs::directory_iterator();
@@ -96,10 +96,10 @@ std::optional<std::string> reachable_system_interpreter(const accessor& child) {
 
 }  // namespace
 
-std::optional<std::string> unreachable_interpreter(const std::string& binary, const accessor& child) {
+std::optional<std::string> unreachable_interpreter([[maybe_unused]] const std::string& binary,
+                                                   [[maybe_unused]] const accessor& child) {
 #ifdef _WIN32
   // The child is the worker's own account on Windows: what the worker found, the child can reach.
-  (void)binary, (void)child, (void)&stdlib_dirs_of;
   return std::nullopt;
 #else
   const auto obstacle = interpreter_obstacle(binary, stdlib_dirs_of(binary), child);

@@ -4,7 +4,7 @@
 // it is written once for both; what only one kind of system has (Unix sockets, pidfds, signals)
 // stays in code that builds only there.
 #ifdef _WIN32
-#include <utility>
+#include "launchers/windows/unique_handle.hpp"
 #else
 #include "posix.hpp"
 #endif
@@ -14,32 +14,10 @@
 namespace psych::host {
 
 #ifdef _WIN32
-/// A HANDLE (void*), without <windows.h> in every file that names one.
-using os_handle = void*;
+using os_handle = HANDLE;
 inline constexpr os_handle no_os_handle = nullptr;
-
-/// One HANDLE, closed when its owner goes.
-class unique_os_handle {
- public:
-  unique_os_handle() noexcept = default;
-  explicit unique_os_handle(os_handle handle) noexcept : handle_{handle} {}
-  unique_os_handle(unique_os_handle&& other) noexcept : handle_{std::exchange(other.handle_, no_os_handle)} {}
-  unique_os_handle& operator=(unique_os_handle&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.handle_, no_os_handle));
-    return *this;
-  }
-  unique_os_handle(const unique_os_handle&) = delete;
-  unique_os_handle& operator=(const unique_os_handle&) = delete;
-  ~unique_os_handle() { reset(); }
-
-  [[nodiscard]] os_handle get() const noexcept { return handle_; }
-  [[nodiscard]] bool valid() const noexcept { return handle_ != no_os_handle; }
-  [[nodiscard]] os_handle release() noexcept { return std::exchange(handle_, no_os_handle); }
-  void reset(os_handle handle = no_os_handle) noexcept;
-
- private:
-  os_handle handle_ = no_os_handle;
-};
+/// Closed when its owner goes; INVALID_HANDLE_VALUE, which some calls fail with, owns nothing.
+using unique_os_handle = windows::unique_handle;
 
 /// Two ends of a pipe, each owned.
 struct os_handle_pair {

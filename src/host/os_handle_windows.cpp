@@ -1,4 +1,4 @@
-// os_handle.hpp on Windows: closing a HANDLE, and the output pipe as an overlapped named pipe.
+// os_handle.hpp on Windows: the output pipe as an overlapped named pipe.
 #include "os_handle.hpp"
 
 #include <windows.h>
@@ -11,11 +11,6 @@
 #include "launchers/windows/text.hpp"  // widen, error_text
 
 namespace psych::host {
-
-void unique_os_handle::reset(os_handle handle) noexcept {
-  if (handle_ != no_os_handle && handle_ != INVALID_HANDLE_VALUE) ::CloseHandle(handle_);
-  handle_ = handle;
-}
 
 namespace {
 
@@ -36,17 +31,11 @@ result<os_handle_pair> output_pipe() {
       wide_name.c_str(), PIPE_ACCESS_INBOUND | FILE_FLAG_OVERLAPPED | FILE_FLAG_FIRST_PIPE_INSTANCE,
       PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS, 1, buffer_bytes, buffer_bytes, 0,
       nullptr)};
-  if (reader.get() == INVALID_HANDLE_VALUE) {
-    (void)reader.release();
-    return pipe_failure("CreateNamedPipeW", name);
-  }
+  if (!reader.valid()) return pipe_failure("CreateNamedPipeW", name);
   // Not inheritable: a child that is to hold it is given it by an explicit handle list.
   unique_os_handle writer{::CreateFileW(wide_name.c_str(), GENERIC_WRITE, 0, nullptr, OPEN_EXISTING,
                                         FILE_ATTRIBUTE_NORMAL, nullptr)};
-  if (writer.get() == INVALID_HANDLE_VALUE) {
-    (void)writer.release();
-    return pipe_failure("CreateFileW", name);
-  }
+  if (!writer.valid()) return pipe_failure("CreateFileW", name);
   return os_handle_pair{std::move(reader), std::move(writer)};
 }
 

@@ -53,12 +53,8 @@ result<command_output> run_command(const std::vector<std::string>& argv, const s
   command_output result;
   asio::io_context io;
   pipe_stream out_stream(io), err_stream(io);
-  boost::system::error_code ec;
-  out_stream.assign(out.first.get(), ec);
-  if (!ec) (void)out.first.release();
-  if (!ec) err_stream.assign(err.first.get(), ec);
-  if (!ec) (void)err.first.release();
-  if (ec) return failure(error_kind::system_call_failed, "registering a command's output: " + ec.message());
+  PSYCH_TRY(adopt(out_stream, out.first));
+  PSYCH_TRY(adopt(err_stream, err.first));
   const auto deadline = std::chrono::steady_clock::now() + limit;
   {
     const bounded_drain stdout_drain(out_stream, result.stdout_text);

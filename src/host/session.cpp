@@ -77,17 +77,6 @@ constexpr auto channel_attach_patience = attach_listener::proof_patience * 2;
 /// psych runs on). A Windows launcher reports no signals.
 constexpr long long sigkill_number = 9;
 
-/// Hands an owned descriptor (on Windows a handle) to an Asio object. Should registering it fail,
-/// it stays with its owner, who closes it.
-template <class Object, class... Protocol>
-result<void> adopt(Object& object, unique_os_handle& handle, const Protocol&... protocol) {
-  boost::system::error_code ec;
-  object.assign(protocol..., handle.get(), ec);
-  if (ec) return failure(error_kind::system_call_failed, "registering with the event loop: " + ec.message());
-  (void)handle.release();
-  return success();
-}
-
 /// The program's own report, as the failure decision reads it.
 program_report report_of(const protocol::done_frame& done) {
   program_report report{.ok = done.ok, .value = done.value};

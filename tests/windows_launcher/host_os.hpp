@@ -39,9 +39,6 @@ std::string launcher_path_of(const std::filesystem::path& path);
 /// The contract-speaking test child (launchers/windows/test_child), as the host sees it.
 std::filesystem::path test_child();
 
-/// `bytes` bytes from the system's source of randomness, as hex digits.
-std::string random_hex(std::size_t bytes);
-
 /// What is left of `until`, in milliseconds for poll or WSAPoll: at most a minute, so a caller's
 /// loop looks at its deadline again.
 inline int milliseconds_until(deadline until) {

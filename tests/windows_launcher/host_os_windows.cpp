@@ -2,7 +2,6 @@
 // child sit beside it, and the launcher is started with CreateProcessW. The same binary runs under
 // Wine here (ctest case windows_launcher.windows_host), and natively in the CI matrix.
 #include <windows.h>
-#include <bcrypt.h>
 #include <tlhelp32.h>
 #include <winternl.h>
 
@@ -113,16 +112,6 @@ std::optional<double> setup_seconds() { return std::nullopt; }
 std::string launcher_path_of(const std::filesystem::path& path) { return psych::windows::narrow(path.lexically_normal().native()); }
 
 std::filesystem::path test_child() { return own_directory() / "psych-windows-test-child.exe"; }
-
-std::string random_hex(std::size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (!BCRYPT_SUCCESS(::BCryptGenRandom(nullptr, reinterpret_cast<PUCHAR>(raw.data()), static_cast<ULONG>(bytes),
-                                        BCRYPT_USE_SYSTEM_PREFERRED_RNG)))
-    throw std::runtime_error("BCryptGenRandom failed");
-  std::string hex;
-  for (const char byte : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
-  return hex;
-}
 
 // ---- the launcher ------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "host_os.hpp"
-#include "random_hex.hpp"  // src/host
 #include "temp_dir.hpp"
 
 namespace psych::testing::windows::os {
@@ -165,7 +164,6 @@ std::string launcher_path_of(const std::filesystem::path& path) {
 
 std::filesystem::path test_child() { return std::string(test_child_exe); }
 
-std::string random_hex(std::size_t bytes) { return host::random_hex(bytes); }
 
 std::vector<std::string> wine_launcher_command() { return {std::string(wine64_path), std::string(launcher_exe)}; }
 

@@ -7,6 +7,8 @@
 #include <utility>
 #include <variant>
 
+#include "random_hex.hpp"  // src/host: the secret and the token, as psych's host makes them
+
 namespace psych::testing::windows {
 
 namespace {
@@ -87,7 +89,7 @@ void frame_socket::send_raw(std::string_view bytes) {
 
 // ---- attach_listener ---------------------------------------------------------------
 
-attach_listener::attach_listener() : secret_(os::random_hex(16)) { socket_ = os::listen_on_loopback(port_); }
+attach_listener::attach_listener() : secret_(host::random_hex(16)) { socket_ = os::listen_on_loopback(port_); }
 
 attach_listener::~attach_listener() { close(); }
 
@@ -131,7 +133,7 @@ launch_dir::launch_dir() : root("psych-windows-launch") {
 
 protocol::launch_frame default_launch(const launch_dir& dir) {
   protocol::launch_frame launch;
-  launch.token = os::random_hex(16);
+  launch.token = host::random_hex(16);
   launch.limits.cpu_seconds.value = 10;
   launch.limits.address_space_bytes.value = 256u << 20;
   launch.limits.file_size_bytes.value = 1u << 20;
