@@ -1,6 +1,6 @@
 # Cross-compiling for 64-bit Windows with Debian's mingw-w64 (g++-mingw-w64-x86-64-posix: the
 # POSIX thread model, which std::thread and std::mutex need). Used by launchers/windows:
-#   cmake -S launchers/windows -B build-windows -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64.cmake
+#   cmake -S launchers/windows -B build-windows -DCMAKE_TOOLCHAIN_FILE=$PWD/cmake/mingw-w64.cmake
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 set(mingw_triple x86_64-w64-mingw32)

@@ -147,11 +147,14 @@ bool remove_tree(const std::wstring& top) {
 result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   owner_only_security security;
   if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
-  // Absolute: removal prefixes the paths with \\?\, which takes no relative path.
+  // Absolute: removal prefixes the paths with \\?\, which takes no relative path. Empty: the
+  // account's temporary directory (psych/host/sandbox.hpp, default_temp_root).
   std::error_code ec;
+  const fs::path named = temp_root.empty() ? fs::temp_directory_path(ec) : fs::path(windows::widen(temp_root));
+  if (ec) return failure(error_kind::system_call_failed, fmt::format("the temporary directory: {}", ec.message()));
   // Without a trailing separator ("C:\\Temp\\" is GetTempPath's), so that what is joined below has
   // no doubled one, which a \\?\ path does not forgive; a drive's root keeps its own.
-  auto normal = fs::absolute(windows::widen(temp_root), ec).lexically_normal();
+  auto normal = fs::absolute(named, ec).lexically_normal();
   if (!normal.has_filename() && normal.has_relative_path()) normal = normal.parent_path();
   const std::wstring root = normal.native();
   if (ec) return failure(error_kind::system_call_failed, fmt::format("the temp root {}: {}", temp_root, ec.message()));

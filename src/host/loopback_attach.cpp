@@ -35,9 +35,9 @@ void attach_listener::close() noexcept {
   acceptor_.close(ignored);
 }
 
-asio::awaitable<result<tcp::socket>> attach_listener::accept(protocol::attached_stream stream) {
+asio::awaitable<result<attach_listener::attached_socket>> attach_listener::accept(protocol::attached_stream stream) {
   for (;;) {
-    tcp::socket connection(io_);
+    attach_listener::attached_socket connection(io_);
     boost::system::error_code ec;
     co_await acceptor_.async_accept(connection, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
@@ -53,7 +53,7 @@ asio::awaitable<result<tcp::socket>> attach_listener::accept(protocol::attached_
   }
 }
 
-asio::awaitable<bool> attach_listener::proves(tcp::socket& connection, protocol::attached_stream stream) {
+asio::awaitable<bool> attach_listener::proves(attach_listener::attached_socket& connection, protocol::attached_stream stream) {
   asio::steady_timer deadline(io_, proof_patience);
   // Destroyed or cancelled, the timer calls this with an error, and it touches nothing.
   deadline.async_wait([&connection](boost::system::error_code ec) {

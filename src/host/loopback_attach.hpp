@@ -12,6 +12,7 @@
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -22,6 +23,7 @@ namespace psych::host {
 
 class attach_listener {
  public:
+  using attached_socket = boost::asio::generic::stream_protocol::socket;
   /// How long one connection may take to prove the secret.
   static constexpr auto proof_patience = std::chrono::seconds(2);
   /// The longest first line taken as a proof: an attach frame is about a hundred bytes.
@@ -37,14 +39,17 @@ class attach_listener {
   [[nodiscard]] int dropped() const noexcept { return dropped_; }
 
   /// The first connection that proves the secret for `stream`. Fails once the listener is closed
-  /// (close() ends a wait in progress: the launcher ended, or the host gave up on it).
-  boost::asio::awaitable<result<boost::asio::ip::tcp::socket>> accept(protocol::attached_stream stream);
+  /// (close() ends a wait in progress: the launcher ended, or the host gave up on it). Accepted as
+  /// a generic stream socket, the type the session reads a Unix socket pair through too: a TCP
+  /// socket cannot become one later on Windows, where Asio's release() needs the completion port
+  /// let go of it, which Wine does not do (WSAEOPNOTSUPP).
+  boost::asio::awaitable<result<attached_socket>> accept(protocol::attached_stream stream);
   void close() noexcept;
 
  private:
   /// Reads one connection's first line, one byte at a time so that nothing after it (a frame the
   /// launcher sends at once) is taken from the stream; whether it proves `stream`.
-  boost::asio::awaitable<bool> proves(boost::asio::ip::tcp::socket& connection, protocol::attached_stream stream);
+  boost::asio::awaitable<bool> proves(attached_socket& connection, protocol::attached_stream stream);
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;

@@ -1,7 +1,5 @@
 #include "psych/host/output_reader.hpp"
 
-#include <re2/re2.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "line_pattern.hpp"
 #include "psych/utf8.hpp"
 
 namespace psych {
@@ -95,27 +94,12 @@ class window_builder {
   bool over_ = false;
 };
 
-/// Compiles the pattern under the bounds, or says why not. RE2 runs in UTF-8 mode; invalid bytes
-/// of the output match no character (not even '.'), and lines are searched as they are, unsanitized.
-result<std::unique_ptr<RE2>> compile(const std::string& pattern, const output_bounds& bounds) {
+/// Compiles the pattern under the bounds (line_pattern.hpp), or says why not.
+result<std::unique_ptr<line_pattern>> compile(const std::string& pattern, const output_bounds& bounds) {
   if (pattern.size() > bounds.max_pattern_bytes)
     return failure(error_kind::output_pattern_rejected,
                    fmt::format("too long: {} bytes, the ceiling is {}", pattern.size(), bounds.max_pattern_bytes));
-  RE2::Options options;
-  options.set_encoding(RE2::Options::EncodingUTF8);
-  options.set_max_mem(bounds.max_pattern_memory);
-  options.set_log_errors(false);
-  auto compiled = std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
-  if (compiled->ok()) return compiled;
-  switch (compiled->error_code()) {
-    case RE2::ErrorPatternTooLarge:
-    case RE2::ErrorRepeatSize:  // a counted repetition past RE2's limits: size, not syntax
-      return failure(error_kind::output_pattern_rejected,
-                     fmt::format("too complex: {} (memory budget {} bytes)", compiled->error(),
-                                 bounds.max_pattern_memory));
-    default:
-      return failure(error_kind::output_pattern_rejected, fmt::format("invalid: {}", compiled->error()));
-  }
+  return compile_line_pattern(pattern, bounds);
 }
 
 /// One pass over a source: lines before the window are only counted, lines in it are kept as far
@@ -123,7 +107,7 @@ result<std::unique_ptr<RE2>> compile(const std::string& pattern, const output_bo
 /// only counted. A line never costs more than `keep` bytes, whatever its length.
 class line_scan {
  public:
-  line_scan(const output_request& request, const output_bounds& bounds, const RE2* pattern)
+  line_scan(const output_request& request, const output_bounds& bounds, const line_pattern* pattern)
       : request_(request),
         pattern_(pattern),
         wanted_(std::min(request.limit, bounds.max_lines)),
@@ -133,7 +117,7 @@ class line_scan {
         phase_(request.offset > 0 ? phase::skipping : phase::collecting),
         number_(0) {
     // Empty lines are common and all alike: ask the engine about them once.
-    empty_matches_ = pattern_ && pattern_->Match(re2::StringPiece(), 0, 0, RE2::UNANCHORED, nullptr, 0);
+    empty_matches_ = pattern_ && pattern_->found_in({});
   }
 
   void feed(std::string_view piece) {
@@ -206,7 +190,7 @@ class line_scan {
   bool matches(std::string_view line) const {
     if (!pattern_) return true;
     if (line.empty()) return empty_matches_;
-    return pattern_->Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, nullptr, 0);
+    return pattern_->found_in(line);
   }
 
   /// Line `number_` is whole (or as much of it as is kept): it is the window's, or the window is done.
@@ -229,7 +213,7 @@ class line_scan {
   }
 
   const output_request& request_;
-  const RE2* pattern_;
+  const line_pattern* pattern_;
   const std::uint64_t wanted_;
   const std::size_t keep_;
   const std::size_t searched_;  ///< how much of a line's head a pattern sees
@@ -261,7 +245,7 @@ class whole_source final : public output_source {
 
 result<output_window> read_output(output_source& source, const output_request& request,
                                   const output_bounds& bounds) {
-  std::unique_ptr<RE2> pattern;
+  std::unique_ptr<line_pattern> pattern;
   if (request.pattern) {
     PSYCH_TRY(auto compiled, compile(*request.pattern, bounds));
     pattern = std::move(compiled);

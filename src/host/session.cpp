@@ -229,10 +229,7 @@ class session {
       launch_failure_ = "the launcher never attached: " + control.error().message();
       co_return false;
     }
-    if (auto taken = take_connection(control_, control.value()); !taken) {
-      launch_failure_ = taken.error().message();
-      co_return false;
-    }
+    control_ = std::move(control).value();
     control_out_.send(launch_frame());
     if (cancelled_) send_cancel("cancelled");  // asked for while there was no control to say it on
     co_return true;
@@ -252,21 +249,8 @@ class session {
       violation("the launcher reported a start without attaching the channel: " + channel.error().message());
       co_return false;
     }
-    if (auto taken = take_connection(channel_, channel.value()); !taken) {
-      violation(taken.error().message());
-      co_return false;
-    }
+    channel_ = std::move(channel).value();
     co_return true;
-  }
-
-  /// An accepted connection as one of the session's streams.
-  static result<void> take_connection(stream_socket& stream, asio::ip::tcp::socket& connection) {
-    boost::system::error_code ec;
-    // On Windows Asio's native handle is a class of each protocol's own: the SOCKET inside crosses.
-    const asio::detail::socket_type handle = connection.release(ec);
-    if (!ec) stream.assign(asio::generic::stream_protocol(AF_INET, IPPROTO_TCP), handle, ec);
-    if (ec) return failure(error_kind::system_call_failed, "taking the launcher's connection: " + ec.message());
-    return success();
   }
 
   /// A launcher that cannot be given its orders: made sure of, then reaped.
@@ -376,6 +360,9 @@ class session {
     note_loopback_exposure(*grade_, plan_->terms.network, probe_.connections());
 
     if (plan_->probe_only) {
+      // describe() runs nothing, but says when a program would be refused, and why: the grade, not
+      // a guess that the child never reported.
+      if (auto shortfall = isolation_shortfall()) isolation_failure_ = std::move(*shortfall);
       channel_out_.send(protocol::abort_frame{"probe only: describe() never runs a program"});
       co_return false;
     }
@@ -401,15 +388,22 @@ class session {
     co_return true;
   }
 
-  /// Whether the grade reaches the isolation the plan asks for; if not, the child is aborted.
-  bool isolation_reached() {
-    if (grade_->reaches(plan_->terms.isolation)) return true;
+  /// Why the grade does not reach the isolation the plan asks for; nullopt when it does.
+  std::optional<std::string> isolation_shortfall() const {
+    if (grade_->reaches(plan_->terms.isolation)) return std::nullopt;
     std::string why = fmt::format("requested isolation={}, the child's containment reached {}",
                                   name_of(plan_->terms.isolation),
                                   grade_->achieved ? name_of(*grade_->achieved) : "less than process");
     for (const auto& problem : grade_->problems) why.append("; ").append(problem);
-    isolation_failure_ = why;
-    channel_out_.send(protocol::abort_frame{"isolation_unavailable: " + why});
+    return why;
+  }
+
+  /// Whether the grade reaches the isolation the plan asks for; if not, the child is aborted.
+  bool isolation_reached() {
+    auto shortfall = isolation_shortfall();
+    if (!shortfall) return true;
+    isolation_failure_ = std::move(*shortfall);
+    channel_out_.send(protocol::abort_frame{"isolation_unavailable: " + isolation_failure_});
     return false;
   }
 

@@ -17,6 +17,7 @@
 #include "psych/core.hpp"
 #include "psych/host/bindings.hpp"
 #include "psych/host/call_relay.hpp"
+#include "psych/host/sandbox.hpp"
 #include "binding_gateway.hpp"
 #include "launcher_process.hpp"
 #include "psych/protocol/frames.hpp"
@@ -39,7 +40,7 @@ struct session_plan {
   bool allow_same_uid = false;
   /// Built from nothing by the caller; the session adds HOME and TMPDIR.
   std::map<std::string, std::string> environment;
-  std::string temp_root = "/tmp";
+  std::string temp_root = default_temp_root;  ///< psych/host/sandbox.hpp
   /// describe(): report containment, then abort; never runs a program.
   bool probe_only = false;
   gateway_setup bindings;  ///< what the program may call, the path to it, its budget and its Run

@@ -49,7 +49,7 @@ struct client {
 
 /// What one accept came to: the accepted connection, or the failure's text.
 struct accepted {
-  std::optional<tcp::socket> socket;
+  std::optional<host::attach_listener::attached_socket> socket;
   std::string failure;
 };
 

@@ -16,6 +16,7 @@
 #include "execution_dirs.hpp"
 #include "launchers/windows/text.hpp"
 #include "parts.hpp"
+#include "psych/host/sandbox.hpp"
 #include "random_hex.hpp"
 #include "run_command.hpp"
 #include "skip.hpp"
@@ -115,6 +116,19 @@ TEST_CASE("an execution's directories under GetTempPath's own path, trailing sep
   CHECK(host::remove_execution_dirs(made.value()));
   CHECK_FALSE(fs::exists(windows::widen(made.value().base)));
   CHECK_FALSE(fs::exists(windows::widen(made.value().canary_dir)));
+}
+
+TEST_CASE("an execution's directories by default (an empty temp root) are in the account's temporary directory") {
+  CHECK(std::string(default_temp_root).empty());  // psych/host/sandbox.hpp: "/tmp" would be C:\tmp
+  auto made = host::make_execution_dirs(default_temp_root);
+  REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
+  const auto expected = fs::path(temp_dir()).lexically_normal().native();
+  const auto base = fs::path(windows::widen(made.value().base));
+  // GetTempPath's path ends in a separator, the base's parent does not.
+  CHECK(base.parent_path().native() + L"\\" == expected);
+  CHECK(fs::path(windows::widen(made.value().canary_dir)).parent_path() == base.parent_path());
+  CHECK(host::remove_execution_dirs(made.value()));
+  CHECK_FALSE(fs::exists(base));
 }
 
 TEST_CASE("removing an execution's directories removes a link the program planted, never what it points at") {

@@ -1,60 +1,35 @@
 // psych's own host (src/host/session.cpp) driving psych-launch-windows.exe over the loopback
-// transport (src/host/loopback_attach.hpp; docs/contract.md, "Channels on Windows"), under Wine:
-// the session's listener, the proof of the secret, control before `launch` and the channel after
-// `started`, and grading the job the launcher and the child read back. The interpreter is the
-// contract-speaking test child, which the launcher starts as it starts CPython. Launchers that
-// break the transport are tests/unit/test_session_loopback.cpp's. Linux only: psych's host is not
-// linked for Windows yet (docs/windows-launcher.md, "psych's host on Windows").
+// transport (src/host/loopback_attach.hpp; docs/contract.md, "Channels on Windows"): the session's
+// listener, the proof of the secret, control before `launch` and the channel after `started`, and
+// grading the job the launcher and the child read back. The interpreter is the contract-speaking
+// test child, which the launcher starts as it starts CPython. Compiled into both test hosts: the
+// Linux one starts the launcher under Wine (session_host_wine.cpp), and in
+// psych-windows-launcher-tests.exe the session is itself a Windows program and starts the launcher
+// with its own local_launcher (session_host_windows.cpp). Launchers that break the transport are
+// tests/unit/test_session_loopback.cpp's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <string>
 
 #include "cases.hpp"
-#include "child_process.hpp"
-#include "launcher_host.hpp"
-#include "launcher_process.hpp"
 #include "session.hpp"
+#include "session_host.hpp"
 
 using namespace psych;
 using namespace psych::testing::windows;
 
 namespace {
 
-/// Starts the Windows launcher under Wine as the session's launcher, with the host's loopback
-/// address in its environment, and names paths as the launcher under Wine sees them.
-class wine_starter final : public host::launcher_starter {
- public:
-  result<host::launcher_process> start(const host::launcher_fds& fds, const host::execution_dirs&) override {
-    REQUIRE(fds.attach);
-    CHECK(fds.control == -1);
-    CHECK(fds.channel == -1);
-    auto environment = os::wine_environment();
-    environment.push_back(std::string(protocol::host_port_variable) + "=" + std::to_string(fds.attach->port));
-    environment.push_back(std::string(protocol::host_secret_variable) + "=" + fds.attach->secret);
-    auto spawned = host::child_process::spawn(
-        {.argv = os::wine_launcher_command(), .environment = environment, .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
-    if (!spawned) return failure(error_kind::launcher_unavailable, spawned.error().message());
-    const auto held = spawned.value().release();
-    return host::launcher_process{held.pid, held.pidfd};
-  }
-  [[nodiscard]] bool attaches_over_loopback() const override { return true; }
-  void adapt_launch(protocol::launch_frame& frame) const override {
-    for (auto* path : {&frame.workspace, &frame.tmp_dir, &frame.canary}) *path = os::launcher_path_of(*path);
-    for (const char* name : {"HOME", "TMPDIR"})
-      if (auto found = frame.environment.find(name); found != frame.environment.end())
-        found->second = os::launcher_path_of(found->second);
-    frame.environment["TEMP"] = frame.environment["TMP"] = frame.tmp_dir;
-  }
-};
-
-host::session_plan plan_for(wine_starter& starter, std::string program) {
+host::session_plan plan_for(const os::session_launch& launch, std::string program) {
   host::session_plan plan;
-  plan.starter = &starter;
-  plan.interpreter = os::launcher_path_of(os::test_child());
+  plan.starter = launch.starter.get();
+  plan.launcher_path = launch.launcher_path;
+  plan.temp_root = launch.temp_root;
+  plan.interpreter = launch.interpreter;
   plan.program = std::move(program);
   plan.allow_same_uid = true;  // the Windows launcher has no other account to run the child as
-  plan.environment = {{"SystemRoot", "C:\\windows"}};
+  plan.environment = {{"SystemRoot", launch.system_root}};
   plan.terms.limits.wall_seconds.value = 30;
   plan.terms.limits.process_count.value = 8;
   plan.terms.limits.address_space_bytes.value = std::uint64_t{256} << 20;
@@ -65,8 +40,8 @@ host::session_plan plan_for(wine_starter& starter, std::string program) {
 
 TEST_CASE("psych's host: the session attaches the Windows launcher over loopback and grades what its job read back") {
   if (!can_run()) return;
-  wine_starter starter;
-  const auto plan = plan_for(starter, "print hello from the child");
+  const auto launch = os::launch_for_session();
+  const auto plan = plan_for(launch, "print hello from the child");
   const auto outcome = host::run_session(plan, {});
   const auto& result = outcome.result;
   INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << joined(result.problems)
@@ -113,8 +88,8 @@ TEST_CASE("psych's host: the session attaches the Windows launcher over loopback
 
 TEST_CASE("psych's host: describe() over loopback reports the Windows launcher's grades and runs nothing") {
   if (!can_run()) return;
-  wine_starter starter;
-  auto plan = plan_for(starter, "print must not run");
+  const auto launch = os::launch_for_session();
+  auto plan = plan_for(launch, "print must not run");
   plan.probe_only = true;
   const auto outcome = host::run_session(plan, {});
   const auto& result = outcome.result;
@@ -124,4 +99,15 @@ TEST_CASE("psych's host: describe() over loopback reports the Windows launcher's
   CHECK(result.stdout_data.empty());
   CHECK(result.guarantees.identity == enforcement::unavailable);
   CHECK(result.guarantees.file_size == enforcement::unavailable);  // Windows has no per-process cap
+  const auto& job = outcome.mechanisms->job;
+  if (job.memory_bytes > 0 && job.active_processes_limit > 0 && job.cpu_seconds > 0) {
+    CHECK_FALSE(result.failure);
+    CHECK(result.isolation == isolation_level::process);
+  } else {
+    // A probe below the floor says so as a run would be refused, from the grade.
+    REQUIRE(result.failure);
+    CHECK(result.failure->kind == failure_kind::isolation_unavailable);
+    CHECK(result.failure->message.find("isolation=process") != std::string::npos);
+    CHECK_FALSE(result.isolation);
+  }
 }

@@ -139,6 +139,15 @@ struct prepared_pool_options {
   double max_age_seconds = 300;     ///< one unclaimed this long is destroyed and replaced
 };
 
+/// Where a local execution's directories are made unless the deployment names a place: /tmp on
+/// POSIX; on Windows, where no fixed path is every account's, empty, which is the account's own
+/// temporary directory (GetTempPathW's: %TMP%, else %TEMP%, else the profile's).
+#ifdef _WIN32
+inline constexpr const char* default_temp_root = "";
+#else
+inline constexpr const char* default_temp_root = "/tmp";
+#endif
+
 struct local_sandbox_options {
   /// The minimum level the sandbox must reach; nothing weaker is handed back.
   isolation_level isolation = isolation_level::process;
@@ -173,7 +182,7 @@ struct local_sandbox_options {
   std::optional<std::int64_t> run_as_gid;  ///< default: run_as_uid
   /// Where each execution's own uid comes from when run_as_uid is unset.
   uid_range run_as_range;
-  std::string temp_root = "/tmp";  ///< where per-execution directories are made
+  std::string temp_root = default_temp_root;  ///< where per-execution directories are made
   /// Prepared sandboxes for this backend; off by default.
   prepared_pool_options pool;
   /// How local_sandbox() knows a backend works. true: it runs a probe (describe()) before it
