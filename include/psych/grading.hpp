@@ -17,8 +17,10 @@
 #include <vector>
 
 #include <boost/hana/accessors.hpp>
+#include <boost/hana/at_key.hpp>
 #include <boost/hana/first.hpp>
 #include <boost/hana/for_each.hpp>
+#include <boost/hana/keys.hpp>
 #include <boost/hana/second.hpp>
 
 #include "psych/isolation.hpp"
@@ -367,6 +369,18 @@ constexpr guarantee_grades promised_grades(isolation_level level, network_access
           .process_count = unavailable,
           .wall_clock = enforced,
           .environment = enforced};
+}
+
+/// What the ask promised (promised_grades) on a backend whose platform can give each guarantee at
+/// most `strongest`: the weaker of the two, guarantee by guarantee. A backend cannot owe what its
+/// platform does not offer (macOS caps no memory, Windows no file size), and the result's grades
+/// still say so; what stays a shortfall is a grade below both.
+inline guarantee_grades promised_on(guarantee_grades promised, const guarantee_grades& strongest) {
+  boost::hana::for_each(boost::hana::keys(promised), [&](auto key) {
+    auto& owed = boost::hana::at_key(promised, key);
+    owed = weakest(owed, boost::hana::at_key(strongest, key));
+  });
+  return promised;
 }
 
 /// One guarantee graded below its promise.

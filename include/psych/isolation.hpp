@@ -46,6 +46,11 @@ struct guarantee_grades {
   friend constexpr bool operator==(const guarantee_grades&, const guarantee_grades&) = default;
 };
 
+/// Every guarantee enforced: the strongest grades of a backend whose platform holds none back.
+inline constexpr guarantee_grades every_guarantee_enforced{
+    enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced,
+    enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced};
+
 /// Network access an agent asks for and a profile may allow.
 enum class network_access { none, unrestricted };
 PSYCH_ENUM_NAMES(network_access, "none", "unrestricted");

@@ -43,6 +43,11 @@ struct sandbox_result {
   bool cancelled = false;
   std::optional<isolation_level> isolation;  ///< what this execution reached; nullopt if nothing ran
   guarantee_grades guarantees;
+  /// The strongest grade each guarantee can get on the backend that ran this: its platform's honest
+  /// limits (the spec's "Honest limits per platform": memory on macOS, file_size on Windows). A
+  /// grade this strong is no shortfall against what the ask promised (promised_grades). Set by
+  /// the backend; every guarantee enforced for one whose platform holds none back.
+  guarantee_grades strongest_grades = every_guarantee_enforced;
   bool network_denied = false;
   std::vector<std::string> problems;  ///< what grading saw contradicted, in words
   /// What the program's tool calls spent in this execution (the binding budget's meters).

@@ -158,7 +158,7 @@ class launcher_sandbox final : public sandbox {
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
     if (pool_) {
-      if (auto ran = pool_->run(request, terms, stop)) return std::move(*ran);
+      if (auto ran = pool_->run(request, terms, stop)) return on_this_platform(std::move(*ran));
     }
     auto lease = take_identity();
     if (!lease) return host::refused_before_start(failure_kind::launch_failed, lease.error().message());
@@ -170,11 +170,17 @@ class launcher_sandbox final : public sandbox {
       if (auto held_back = lease.value()->release()) result.problems.push_back(*held_back);
     }
     result.unavailable_bindings = request.unavailable_bindings;
-    return result;
+    return on_this_platform(std::move(result));
   }
 
  private:
   const char* backend_name() const { return name_.c_str(); }
+
+  /// A result that says how strong its grades could be here (the platform's honest limits).
+  sandbox_result on_this_platform(sandbox_result result) const {
+    result.strongest_grades = host::strongest_grades_of(name_);
+    return result;
+  }
 
   sandbox_limits ceiling() const { return overlay(local_builtin_ceiling, options_.limit_ceiling); }
 

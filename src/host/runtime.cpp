@@ -143,7 +143,8 @@ result<agent_attempt> runtime::start_attempt(const agent_version& version, run_l
 
 std::string run_code_payload(const run_code_outcome& outcome, const code_execution& asked) {
   if (const auto* refused = std::get_if<refusal>(&outcome)) return host::refusal_to_json(*refused);
-  return host::model_payload(std::get<sandbox_result>(outcome), promised_grades(asked.isolation, asked.network));
+  const auto& result = std::get<sandbox_result>(outcome);
+  return host::model_payload(result, promised_on(promised_grades(asked.isolation, asked.network), result.strongest_grades));
 }
 
 std::vector<std::string> agent_attempt::tool_names() const {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "attachments.hpp"
+#include "platform_backends.hpp"
 #include "temp_dir.hpp"
 #include "psych/grading.hpp"
 #include "psych/host/blob_store.hpp"
@@ -255,6 +256,29 @@ TEST_CASE("model payload: grades only when one is below what was asked") {
     r.guarantees.network = enforcement::unavailable;  // a working stack, and no network was asked
     CHECK(run_code_payload(attached(r), code_execution{}) == R"({"guarantees_below_asked":{"network":"unavailable"}})");
     CHECK(run_code_payload(attached(r), code_execution{.network = network_access::unrestricted}) == "{}");
+  }
+  SUBCASE("what the backend's platform cannot give is no shortfall; a grade below even that still is") {
+    // Windows at PROCESS: no per-process file size cap, so file_size is unavailable on every run.
+    auto r = ran();
+    r.isolation = isolation_level::process;
+    r.guarantees = process_grades;
+    r.guarantees.file_size = enforcement::unavailable;
+    r.guarantees.network = enforcement::unverified;
+    const code_execution unrestricted{.network = network_access::unrestricted};
+    CHECK(run_code_payload(attached(r), unrestricted) == R"({"guarantees_below_asked":{"file_size":"unavailable"}})");
+    r.strongest_grades = host::strongest_grades_of("windows-process");
+    CHECK(run_code_payload(attached(r), unrestricted) == "{}");
+    r.guarantees.process_tree = enforcement::unavailable;  // a descendant survived: Windows owes that
+    CHECK(run_code_payload(attached(r), unrestricted) == R"({"guarantees_below_asked":{"process_tree":"unavailable"}})");
+    // macOS caps no memory; Linux's backends hold nothing back.
+    r = ran();
+    r.isolation = isolation_level::process;
+    r.guarantees = process_grades;
+    r.guarantees.memory = enforcement::unavailable;
+    r.strongest_grades = host::strongest_grades_of("macos-process");
+    CHECK(run_code_payload(attached(r), unrestricted) == "{}");
+    r.strongest_grades = host::strongest_grades_of("linux-process");
+    CHECK(run_code_payload(attached(r), unrestricted) == R"({"guarantees_below_asked":{"memory":"unavailable"}})");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "cases.hpp"
 #include "host_os.hpp"
+#include "platform_backends.hpp"
 #include "psych/host/sandbox.hpp"
 
 using namespace psych;
@@ -95,6 +96,8 @@ TEST_CASE("local sandbox on Windows: describe() and run() go through psych-launc
   request.terms.limits.address_space_bytes.value = std::uint64_t{256} << 20;
   const auto result = box.run(request, {});
   INFO("failure: " << (result.failure ? result.failure->message : "none") << "; problems: " << joined(result.problems));
+  // What Windows can give at best travels with the result (no file size cap, no other account).
+  CHECK(result.strongest_grades == host::strongest_on_windows);
   // A probe below the floor says why from the grade, not that the child never reported.
   if (!described.ready) {
     const auto said = joined(described.problems);
