@@ -1,5 +1,6 @@
 // psych's host on Windows, its pure side that differs by build: SHA-256 on CNG (sha256.cpp, in
-// place of OpenSSL's) and read_tool_output's pattern engine (line_pattern.hpp), which a build
+// place of OpenSSL's), the secret compare without CRYPTO_memcmp (same_secret.hpp), and
+// read_tool_output's pattern engine (line_pattern.hpp), which a build
 // without RE2 for Windows (PSYCH_WITHOUT_RE2: the cross build, as Debian has none) refuses by name.
 // Part of psych-windows-host-parts-tests.exe.
 #include <doctest/doctest.h>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "psych/host/output_reader.hpp"
+#include "same_secret.hpp"
 #include "sha256.hpp"
 
 using namespace psych;
@@ -22,6 +24,20 @@ TEST_CASE("sha256_hex on CNG gives the standard digests, also of input read in p
   const auto million = host::sha256_hex(std::string(1'000'000, 'a'));
   REQUIRE(million);
   CHECK(million.value() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("same_secret without OpenSSL: equal only when every byte is, whatever the length") {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  CHECK(host::same_secret(secret, secret));
+  for (const std::size_t at : {std::size_t{0}, std::size_t{15}, secret.size() - 1}) {
+    auto off = secret;
+    off[at] = 'x';
+    CHECK_FALSE(host::same_secret(off, secret));
+  }
+  CHECK_FALSE(host::same_secret(secret.substr(1), secret));
+  CHECK_FALSE(host::same_secret(secret + "0", secret));
+  CHECK_FALSE(host::same_secret("", secret));
+  CHECK(host::same_secret("", ""));
 }
 
 TEST_CASE("read_tool_output without a pattern reads its window in every build") {
