@@ -1,6 +1,8 @@
 #pragma once
 // Isolation levels, enforcement grades and the guarantees a backend reports.
+#include <boost/hana/accessors.hpp>
 #include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/length.hpp>
 
 #include "psych/names.hpp"
 
@@ -59,3 +61,7 @@ PSYCH_ENUM_NAMES(network_access, "none", "unrestricted");
 
 BOOST_HANA_ADAPT_STRUCT(psych::guarantee_grades, filesystem, network, process_tree, identity, cpu, memory,
                         file_size, process_count, wall_clock, environment);
+// every_guarantee_enforced names its grades by position: a guarantee added without it would start
+// unavailable there, and make every backend's strongest grade for it a silent shortfall.
+static_assert(boost::hana::length(boost::hana::accessors<psych::guarantee_grades>()) == 10,
+              "every_guarantee_enforced must name each guarantee");

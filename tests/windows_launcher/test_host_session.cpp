@@ -36,6 +36,12 @@ host::session_plan plan_for(const os::session_launch& launch, std::string progra
   return plan;
 }
 
+/// Whether the job read back the limits it was given (Windows itself); under Wine it reads none.
+bool job_holds_limits(const host::session_outcome& outcome) {
+  const auto& job = outcome.mechanisms->job;
+  return job.memory_bytes > 0 && job.active_processes_limit > 0 && job.cpu_seconds > 0;
+}
+
 }  // namespace
 
 TEST_CASE("psych's host: the session attaches the Windows launcher over loopback and grades what its job read back") {
@@ -51,8 +57,7 @@ TEST_CASE("psych's host: the session attaches the Windows launcher over loopback
   CHECK(outcome.mechanisms->environment_built);
   CHECK(result.guarantees.identity == enforcement::unavailable);
   CHECK(result.guarantees.filesystem == enforcement::unavailable);
-  const auto& job = outcome.mechanisms->job;
-  if (job.memory_bytes > 0 && job.active_processes_limit > 0 && job.cpu_seconds > 0) {
+  if (job_holds_limits(outcome)) {
     // A Job Object that holds its limits (Windows itself): PROCESS, and the program ran.
     CHECK(result.isolation == isolation_level::process);
     CHECK(outcome.program_started);
@@ -99,8 +104,7 @@ TEST_CASE("psych's host: describe() over loopback reports the Windows launcher's
   CHECK(result.stdout_data.empty());
   CHECK(result.guarantees.identity == enforcement::unavailable);
   CHECK(result.guarantees.file_size == enforcement::unavailable);  // Windows has no per-process cap
-  const auto& job = outcome.mechanisms->job;
-  if (job.memory_bytes > 0 && job.active_processes_limit > 0 && job.cpu_seconds > 0) {
+  if (job_holds_limits(outcome)) {
     CHECK_FALSE(result.failure);
     CHECK(result.isolation == isolation_level::process);
   } else {
