@@ -26,7 +26,9 @@ set(psych_host_sources
   host/session.cpp
   host/call_dispatcher.cpp
   host/loopback_attach.cpp
-  host/loopback_probe.cpp)
+  host/loopback_probe.cpp
+  host/file_run_log.cpp
+  host/file_blob_store.cpp)
 # read_tool_output's pattern engine (host/line_pattern.hpp): RE2, or, for a target that has no RE2,
 # none (every pattern refused by name).
 set(psych_host_re2_sources host/line_pattern_re2.cpp)
@@ -36,14 +38,14 @@ set(psych_host_posix_sources
   host/execution_dirs_posix.cpp
   host/artifact_walk_posix.cpp
   host/uid_pool.cpp
+  host/durable_file_posix.cpp
+  host/store_directory_posix.cpp
   # POSIX by nature: who can reach a path (uids, modes, ACLs), and descriptors passed over a Unix
   # socket (SCM_RIGHTS).
   host/path_access.cpp
   host/container_sandbox.cpp
   host/container_starter.cpp
-  # Not ported to Windows yet (docs/windows-launcher.md says what each needs).
-  host/file_blob_store.cpp
-  host/file_run_log.cpp
+  # Not ported to Windows yet (docs/windows-launcher.md says what it needs): MCP's JSON-RPC peer.
   host/json_rpc_peer.cpp
   host/mcp_client.cpp
   host/mcp_binding_source.cpp)
@@ -53,6 +55,10 @@ set(psych_host_windows_sources
   host/artifact_walk_windows.cpp
   host/uid_pool_windows.cpp
   host/os_handle_windows.cpp
+  host/durable_file_windows.cpp
+  host/store_directory_windows.cpp
+  host/open_beneath_windows.cpp
+  host/owner_only_security_windows.cpp
   # The Windows launcher's own UTF-16 conversions, error words, command lines, environment blocks
   # and inherited-handle lists.
   ../launchers/windows/text.cpp

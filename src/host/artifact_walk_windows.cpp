@@ -1,6 +1,6 @@
 // artifact_walk.hpp on Windows. Every entry below the workspace is opened by one name relative to
-// its directory's handle (NtCreateFile with a RootDirectory, the openat of Windows) and with
-// FILE_OPEN_REPARSE_POINT, so a symlink or junction is opened as itself and never followed; what
+// its directory's handle (open_beneath_windows.hpp: NtCreateFile with a RootDirectory, the openat of
+// Windows) and with FILE_OPEN_REPARSE_POINT, so a symlink or junction is opened as itself and never followed; what
 // was opened is classified from that handle (GetFileInformationByHandle) and read through it, so
 // nothing is reached by its name twice and a program racing to swap a directory for a link gains
 // nothing. What is kept is artifact_harvest.hpp's decision, as on POSIX.
@@ -17,6 +17,7 @@
 
 #include "artifact_harvest.hpp"
 #include "launchers/windows/text.hpp"  // widen, narrow, error_text
+#include "open_beneath_windows.hpp"
 #include "os_handle.hpp"
 
 namespace psych::host {
@@ -24,26 +25,7 @@ namespace {
 
 /// Reading, listing and classifying; the share mode lets the program's leftovers be deleted
 /// meanwhile (the session removes the workspace after this).
-constexpr ACCESS_MASK entry_access = FILE_READ_DATA | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
-constexpr ULONG entry_share = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
-
-/// One name beneath `dir`, opened as itself (a reparse point is not followed); none on failure.
-unique_os_handle open_beneath(HANDLE dir, const std::wstring& name) {
-  // A name from the directory's own listing is one component; anything else (a stream's ':', a
-  // separator) is refused rather than resolved.
-  if (name.empty() || name.find_first_of(L"\\/:") != std::wstring::npos) return unique_os_handle{};
-  UNICODE_STRING object_name{};
-  object_name.Buffer = const_cast<wchar_t*>(name.data());
-  object_name.Length = static_cast<USHORT>(name.size() * sizeof(wchar_t));
-  object_name.MaximumLength = object_name.Length;
-  OBJECT_ATTRIBUTES attributes{};
-  InitializeObjectAttributes(&attributes, &object_name, 0, dir, nullptr);
-  IO_STATUS_BLOCK status{};
-  HANDLE handle = nullptr;
-  const NTSTATUS opened = ::NtCreateFile(&handle, entry_access, &attributes, &status, nullptr, 0, entry_share, FILE_OPEN,
-                                         FILE_OPEN_REPARSE_POINT | FILE_SYNCHRONOUS_IO_NONALERT, nullptr, 0);
-  return opened < 0 ? unique_os_handle{} : unique_os_handle{handle};
-}
+constexpr beneath_request entry_request{.access = FILE_READ_DATA | FILE_READ_ATTRIBUTES};
 
 class walker {
  public:
@@ -63,30 +45,17 @@ class walker {
  private:
   void omit(omission_reason why) { kept_.omit(why); }
 
-  /// The names in `dir`, from its handle (listed from the start whatever was read before).
+  /// The names in `dir`, from its handle; a listing that failed part way loses the rest.
   std::vector<std::wstring> names_in(HANDLE dir) {
-    std::vector<std::wstring> names;
-    std::vector<std::uint64_t> buffer(8 * 1024);  // 64 KiB, aligned as the entries need
-    const auto bytes = static_cast<DWORD>(buffer.size() * sizeof(std::uint64_t));
-    for (auto kind = FileFullDirectoryRestartInfo;; kind = FileFullDirectoryInfo) {
-      if (!::GetFileInformationByHandleEx(dir, kind, buffer.data(), bytes)) {
-        if (::GetLastError() != ERROR_NO_MORE_FILES) omit(omission_reason::unreadable);  // the rest is lost
-        return names;
-      }
-      for (std::size_t offset = 0;;) {
-        const auto* entry = reinterpret_cast<const FILE_FULL_DIR_INFO*>(reinterpret_cast<const char*>(buffer.data()) + offset);
-        const std::wstring_view name(entry->FileName, entry->FileNameLength / sizeof(wchar_t));
-        if (name != L"." && name != L"..") names.emplace_back(name);
-        if (entry->NextEntryOffset == 0) break;
-        offset += entry->NextEntryOffset;
-      }
-    }
+    auto listed = names_beneath(dir);
+    if (listed.error != ERROR_SUCCESS) omit(omission_reason::unreadable);
+    return std::move(listed.names);
   }
 
   /// Opens one entry once, classifies it from that handle, then collects (reading that handle),
   /// descends (listing it) or omits it.
   void visit(HANDLE dir, const std::wstring& name, const std::string& path, std::uint64_t depth) {
-    const unique_os_handle handle = open_beneath(dir, name);
+    const unique_os_handle handle = open_beneath(dir, name, entry_request).handle;
     if (!handle.valid()) return omit(omission_reason::unreadable);
     BY_HANDLE_FILE_INFORMATION info{};
     if (!::GetFileInformationByHandle(handle.get(), &info)) return omit(omission_reason::unreadable);
@@ -119,7 +88,8 @@ result<harvest> collect_artifacts(const std::string& workspace, const artifact_p
   if (policy.collection == artifact_collection::none) return harvest{};
   const std::wstring path = windows::widen(workspace);
   // The workspace itself, never through a link: it must be the directory the host made.
-  const unique_os_handle root{::CreateFileW(path.c_str(), entry_access, entry_share, nullptr, OPEN_EXISTING,
+  const unique_os_handle root{::CreateFileW(path.c_str(), entry_request.access | SYNCHRONIZE, entry_request.share,
+                                            nullptr, OPEN_EXISTING,
                                             FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr)};
   BY_HANDLE_FILE_INFORMATION info{};
   if (!root.valid() || !::GetFileInformationByHandle(root.get(), &info))

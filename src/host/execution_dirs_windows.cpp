@@ -8,7 +8,6 @@
 #include "execution_dirs.hpp"
 
 #include <windows.h>
-#include <sddl.h>
 
 #include <filesystem>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "launchers/windows/text.hpp"  // widen, narrow, error_text
 #include "os_handle.hpp"
+#include "owner_only_security.hpp"
 #include "random_hex.hpp"
 
 namespace psych::host {
@@ -29,49 +29,6 @@ namespace fs = std::filesystem;
 std::string failed(const char* call, const std::wstring& path, DWORD error = ::GetLastError()) {
   return fmt::format("{}({}): {}", call, windows::narrow(path), windows::error_text(error));
 }
-
-/// "D:P(A;OICI;FA;;;<the worker's SID>)(A;OICI;FA;;;SY)", as a security descriptor.
-class owner_only_security {
- public:
-  owner_only_security() {
-    HANDLE token = nullptr;
-    if (!::OpenProcessToken(::GetCurrentProcess(), TOKEN_QUERY, &token)) {
-      error_ = failed("OpenProcessToken", L"this process");
-      return;
-    }
-    DWORD size = 0;
-    ::GetTokenInformation(token, TokenUser, nullptr, 0, &size);
-    std::vector<char> user(size);
-    wchar_t* sid = nullptr;
-    const bool ok = ::GetTokenInformation(token, TokenUser, user.data(), size, &size) &&
-                    ::ConvertSidToStringSidW(reinterpret_cast<TOKEN_USER*>(user.data())->User.Sid, &sid);
-    const DWORD error = ::GetLastError();
-    ::CloseHandle(token);
-    if (!ok) {
-      error_ = failed("GetTokenInformation(TokenUser)", L"this process", error);
-      return;
-    }
-    const std::wstring sddl = L"D:P(A;OICI;FA;;;" + std::wstring(sid) + L")(A;OICI;FA;;;SY)";
-    ::LocalFree(sid);
-    if (!::ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl.c_str(), SDDL_REVISION_1, &descriptor_, nullptr))
-      error_ = failed("ConvertStringSecurityDescriptorToSecurityDescriptorW", sddl);
-    attributes_.nLength = sizeof(attributes_);
-    attributes_.lpSecurityDescriptor = descriptor_;
-    attributes_.bInheritHandle = FALSE;
-  }
-  ~owner_only_security() {
-    if (descriptor_ != nullptr) ::LocalFree(descriptor_);
-  }
-  owner_only_security(const owner_only_security&) = delete;
-  owner_only_security& operator=(const owner_only_security&) = delete;
-  [[nodiscard]] const std::string& error() const noexcept { return error_; }
-  [[nodiscard]] SECURITY_ATTRIBUTES* get() noexcept { return &attributes_; }
-
- private:
-  PSECURITY_DESCRIPTOR descriptor_ = nullptr;
-  SECURITY_ATTRIBUTES attributes_{};
-  std::string error_;
-};
 
 /// A directory of a fresh random name in `root`; its path.
 result<std::wstring> make_unique_dir(const std::wstring& root, const char* prefix, owner_only_security& security) {

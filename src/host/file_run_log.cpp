@@ -1,31 +1,24 @@
 // The embedded default run log: one file per Run, format in docs/run-log.md.
 //
 // Durability rests on three things: a record reaches the file in one write, in order, under a
-// mutex, and a durable append returns only once an fdatasync that started after that write has
-// succeeded (group commit: one fdatasync covers every byte written before it began, whoever wrote
-// them); an exclusive flock keeps a second process from interleaving its own appends (the kernel
-// drops the lock when the holder dies, SIGKILL included); and a reopen tells a crash mid-append
-// (a torn tail, dropped) from damage (anything else, refused).
+// mutex, and a durable append returns only once a data sync (fdatasync; FlushFileBuffers on Windows)
+// that started after that write has succeeded (group commit: one sync covers every byte written
+// before it began, whoever wrote them); an exclusive lock keeps a second process from interleaving
+// its own appends (the system drops the lock when the holder dies, killed included); and a reopen
+// tells a crash mid-append (a torn tail, dropped) from damage (anything else, refused). The file's
+// system calls are durable_file's, one half per system.
 //
 // Format 3 writes its records into zeros written ahead of them (a tail), because an fdatasync
 // that need not commit a new file size is much cheaper: that is what makes one sync per call
 // cheap. The price is that a machine crash may keep any part of the unsynced records, not only a
 // prefix; each record therefore carries how far the file was durable when it was written, so
 // that damage to bytes some later record says were durable is still told from a crash.
-#include "posix.hpp"
+#include "durable_file.hpp"
 #include "psych/host/run_log.hpp"
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -91,12 +84,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::preserved_record, execution_id, item, bytes);
 namespace psych {
 namespace {
 
-using host::unique_fd;
-using host::pread_full;
-
-auto syscall_failure(std::string_view call, const std::string& path) {
-  return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(errno)));
-}
+using host::durable_file;
 
 std::string encode_payload(const run_log_record& record) {
   std::string line = std::visit(
@@ -145,40 +133,19 @@ std::string framed(log_format format, std::string_view payload, std::uint64_t du
   return out;
 }
 
-result<void> read_at(int fd, const std::string& path, char* out, std::size_t n, std::uint64_t offset) {
-  const ssize_t got = pread_full(fd, out, n, offset);
-  if (got < 0) return syscall_failure("pread", path);
-  if (static_cast<std::size_t>(got) < n)  // the size came from fstat under our lock: something else cut it short
+result<void> read_at(const durable_file& file, char* out, std::size_t n, std::uint64_t offset) {
+  PSYCH_TRY(const std::size_t got, file.read_at(out, n, offset));
+  if (got < n)  // the size was read under our lock: something else cut the file short
     return failure(error_kind::run_log_corrupt,
-                   fmt::format("{}: the file ended before the size it had under the lock", path));
+                   fmt::format("{}: the file ended before the size it had under the lock", file.path()));
   return success();
 }
 
-result<void> write_at(int fd, const std::string& path, std::string_view bytes, std::uint64_t offset) {
-  while (!bytes.empty()) {
-    const ssize_t put = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return syscall_failure("pwrite", path);
-    bytes.remove_prefix(static_cast<std::size_t>(put));
-    offset += static_cast<std::uint64_t>(put);
-  }
-  return success();
-}
-
-/// A new file's directory entry is durable only once the directory itself is synced.
-result<void> sync_parent_dir(const std::string& path) {
-  std::string dir = std::filesystem::path{path}.parent_path().string();
-  if (dir.empty()) dir = ".";
-  const unique_fd handle{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (handle.get() < 0) return syscall_failure("open", dir);
-  if (::fsync(handle.get()) != 0) return syscall_failure("fsync", dir);
-  return success();
-}
-
-result<void> write_file_header(int fd, const std::string& path, log_format format) {
-  PSYCH_TRY(write_at(fd, path, magic_of(format), 0));
-  if (::fsync(fd) != 0) return syscall_failure("fsync", path);
-  return sync_parent_dir(path);
+/// The magic, made durable with the new file's directory entry.
+result<void> write_file_header(durable_file& file, log_format format) {
+  PSYCH_TRY(file.write_at(magic_of(format), 0));
+  PSYCH_TRY(file.sync_all());
+  return file.sync_directory();
 }
 
 struct scanned {
@@ -229,7 +196,8 @@ std::optional<std::uint64_t> later_proof_of_durability(std::string_view rest, st
 ///    proves those bytes durable, which makes them corruption.
 /// Either way a record whose CRC holds but which does not decode is corruption: it is exactly
 /// what some writer meant. A torn tail stops the walk; the caller cuts or zeroes it.
-result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_format format) {
+result<scanned> scan(const durable_file& file, std::uint64_t size, log_format format) {
+  const std::string& path = file.path();
   scanned out{.format = format};
   const std::size_t header_bytes = header_bytes_of(format);
   std::string payload;
@@ -242,7 +210,7 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_fo
     // later record proves it had been synced.
     const auto stop_v3 = [&](std::string_view why) -> result<scanned> {
       std::string rest(size - at, '\0');
-      PSYCH_TRY(read_at(fd, path, rest.data(), rest.size(), at));
+      PSYCH_TRY(read_at(file, rest.data(), rest.size(), at));
       if (rest.find_first_not_of('\0') == std::string::npos) return std::move(out);
       if (const auto proof = later_proof_of_durability(rest, at))
         return corrupt(fmt::format("{}, yet the record at offset {} was written after it was durable", why, *proof));
@@ -265,7 +233,7 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_fo
     };
     if (size - at < header_bytes) return stop({"a short header", true});
     std::array<unsigned char, 20> bytes{};
-    PSYCH_TRY(read_at(fd, path, reinterpret_cast<char*>(bytes.data()), header_bytes, at));
+    PSYCH_TRY(read_at(file, reinterpret_cast<char*>(bytes.data()), header_bytes, at));
     const record_header header = parse_header(format, bytes.data());
     if (header.complement != static_cast<std::uint32_t>(~header.length))
       return stop({fmt::format("length field {:08x} and its complement {:08x} disagree", header.length,
@@ -276,7 +244,7 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_fo
     const std::uint64_t end = at + header_bytes + header.length;
     if (end > size) return stop({"the payload runs past end of file", true});
     payload.resize(header.length);
-    PSYCH_TRY(read_at(fd, path, payload.data(), header.length, at + header_bytes));
+    PSYCH_TRY(read_at(file, payload.data(), header.length, at + header_bytes));
     if (const std::uint32_t actual = crc_of(format, payload, header.durable); actual != header.crc)
       return stop({fmt::format("CRC mismatch (stored {:08x}, computed {:08x})", header.crc, actual), end == size});
     if (header.durable > at) return corrupt(fmt::format("it says bytes up to {} were durable before it", header.durable));
@@ -292,8 +260,8 @@ result<scanned> scan(int fd, const std::string& path, std::uint64_t size, log_fo
 
 class file_run_log final : public run_log {
  public:
-  file_run_log(unique_fd fd, std::string path, scanned contents, std::uint64_t size, file_run_log_sync sync)
-      : fd_{std::move(fd)}, path_{std::move(path)}, sync_{sync}, format_{contents.format}, end_{contents.end},
+  file_run_log(durable_file file, scanned contents, std::uint64_t size, file_run_log_sync sync)
+      : file_{std::move(file)}, sync_{sync}, format_{contents.format}, end_{contents.end},
         synced_end_{contents.end}, allocated_{std::max(size, contents.end)}, records_{std::move(contents.records)} {}
 
   file_run_log(const file_run_log&) = delete;
@@ -302,7 +270,7 @@ class file_run_log final : public run_log {
   /// A log no longer written keeps only its records' space. Not synced: after a crash the file
   /// is either cut or still ends in zeros, and both read the same.
   ~file_run_log() override {
-    if (format_ == log_format::v3 && !broken_ && allocated_ > end_) (void)::ftruncate(fd_.get(), static_cast<off_t>(end_));
+    if (format_ == log_format::v3 && !broken_ && allocated_ > end_) (void)file_.truncate(end_);
   }
 
   result<void> append(const run_log_record& record) override {
@@ -333,7 +301,7 @@ class file_run_log final : public run_log {
     const std::string payload = encode_payload(record);
     if (payload.size() > max_payload_bytes)
       return failure(error_kind::invalid_argument,
-                     fmt::format("{}: a record of {} bytes exceeds the {}-byte record cap", path_, payload.size(),
+                     fmt::format("{}: a record of {} bytes exceeds the {}-byte record cap", file_.path(), payload.size(),
                                  max_payload_bytes));
     // Kept as a reopen will decode it (the codec repairs invalid UTF-8), so records() never
     // changes meaning across a restart.
@@ -348,7 +316,7 @@ class file_run_log final : public run_log {
       const std::uint64_t grown = (end_ + record_bytes + tail_bytes + tail_bytes - 1) / tail_bytes * tail_bytes;
       bytes.resize(grown - end_, '\0');
     }
-    if (auto written = write_at(fd_.get(), path_, bytes, end_); !written) {
+    if (auto written = file_.write_at(bytes, end_); !written) {
       undo_partial_append(record_bytes);
       return std::move(written).as_failure();
     }
@@ -356,7 +324,7 @@ class file_run_log final : public run_log {
     end_ += record_bytes;
     records_.push_back(std::move(stored));
     if (sync_ == file_run_log_sync::every_record) {
-      if (::fdatasync(fd_.get()) != 0) return fdatasync_failed();
+      if (auto synced = file_.sync_data(); !synced) return sync_failed(synced.error());
       synced_end_ = end_;
     }
     return end_;
@@ -364,7 +332,7 @@ class file_run_log final : public run_log {
 
   /// Group commit. The first thread that needs bytes synced leads: it syncs everything written so
   /// far, with the mutex released so that others keep writing meanwhile. Threads arriving during
-  /// its fdatasync wait for it, and the first of them whose bytes it did not cover leads the next,
+  /// its sync wait for it, and the first of them whose bytes it did not cover leads the next,
   /// which covers all of theirs at once.
   result<void> durable_through(std::unique_lock<std::mutex>& lock, std::uint64_t end) {
     for (;;) {
@@ -374,26 +342,22 @@ class file_run_log final : public run_log {
       synced_.wait(lock);
     }
     syncing_ = true;
-    const std::uint64_t covered = end_;  // every byte here was written before the fdatasync begins
+    const std::uint64_t covered = end_;  // every byte here was written before the sync begins
     lock.unlock();
-    const bool synced = ::fdatasync(fd_.get()) == 0;
-    const int error = errno;
+    auto synced = file_.sync_data();
     lock.lock();
     syncing_ = false;
     synced_.notify_all();
-    if (!synced) {
-      errno = error;
-      return fdatasync_failed();
-    }
+    if (!synced) return sync_failed(synced.error());
     synced_end_ = covered;
     return success();
   }
 
-  /// After a failed fdatasync the kernel may have dropped the pages it could not write and
-  /// reports the error once: neither a retry nor what is in memory can be trusted any more, so the
-  /// log takes no more records (a reopen reads what the file really holds).
-  boost::outcome_v2::failure_type<error> fdatasync_failed() {
-    broken_ = fmt::format("fdatasync({}): {} (the log takes no more records)", path_, std::strerror(errno));
+  /// After a failed sync the kernel may have dropped the pages it could not write and reports the
+  /// error once: neither a retry nor what is in memory can be trusted any more, so the log takes no
+  /// more records (a reopen reads what the file really holds).
+  boost::outcome_v2::failure_type<error> sync_failed(const error& why) {
+    broken_ = fmt::format("{} (the log takes no more records)", why.detail);
     return failure(error_kind::system_call_failed, broken_.value());
   }
 
@@ -402,51 +366,39 @@ class file_run_log final : public run_log {
   /// too, the log refuses further appends rather than journal past damage.
   void undo_partial_append(std::uint64_t record_bytes) {
     if (format_ == log_format::v2) {
-      if (::ftruncate(fd_.get(), static_cast<off_t>(end_)) == 0) return;
-      broken_ = fmt::format("ftruncate({}): {} (after a failed append; the log takes no more records)", path_,
-                            std::strerror(errno));
+      auto cut = file_.truncate(end_);
+      if (cut) return;
+      broken_ = fmt::format("{} (after a failed append; the log takes no more records)", cut.error().detail);
       return;
     }
-    struct stat info {};
-    if (::fstat(fd_.get(), &info) == 0) allocated_ = std::max(allocated_, static_cast<std::uint64_t>(info.st_size));
+    if (const auto size = file_.size()) allocated_ = std::max(allocated_, size.value());
     const std::string zeros(std::min(record_bytes, allocated_ - end_), '\0');
-    if (write_at(fd_.get(), path_, zeros, end_)) return;
-    broken_ = fmt::format("pwrite({}): {} (zeroing a failed append; the log takes no more records)", path_,
-                          std::strerror(errno));
+    auto zeroed = file_.write_at(zeros, end_);
+    if (zeroed) return;
+    broken_ = fmt::format("{} (zeroing a failed append; the log takes no more records)", zeroed.error().detail);
   }
 
-  unique_fd fd_;
-  std::string path_;
+  durable_file file_;
   file_run_log_sync sync_;
   log_format format_;
   mutable std::mutex mutex_;
-  std::condition_variable synced_;  ///< a leader's fdatasync ended
+  std::condition_variable synced_;  ///< a leader's sync ended
   std::uint64_t end_;               ///< where the last whole record written ends
   std::uint64_t synced_end_;        ///< every byte before this is durable
   std::uint64_t allocated_;         ///< the file's size; format 3: zeros from end_ to here
-  bool syncing_ = false;            ///< a leader is in fdatasync, with the mutex released
+  bool syncing_ = false;            ///< a leader is in its sync, with the mutex released
   std::vector<run_log_record> records_;
   std::optional<std::string> broken_;
 };
-
-result<void> lock_exclusively(int fd, const std::string& path) {
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    if (errno == EWOULDBLOCK)
-      return failure(error_kind::system_call_failed,
-                     fmt::format("flock({}): run log is held by another process", path));
-    return syscall_failure("flock", path);
-  }
-  return success();
-}
 
 /// A file shorter than the magic is a creation that never finished (or has not started): write
 /// the magic, provided what is there is a prefix of it and not someone else's file. Returns the
 /// file's format: a new file is format 3, or format 2 for the fsync-per-record baseline, which
 /// stands for how the log worked before format 3.
-result<log_format> check_or_write_magic(int fd, const std::string& path, std::uint64_t size, file_run_log_sync sync) {
+result<log_format> check_or_write_magic(durable_file& file, std::uint64_t size, file_run_log_sync sync) {
+  const std::string& path = file.path();
   std::string head(std::min<std::uint64_t>(size, magic_bytes), '\0');
-  PSYCH_TRY(read_at(fd, path, head.data(), head.size(), 0));
+  PSYCH_TRY(read_at(file, head.data(), head.size(), 0));
   if (head == magic_v2) return log_format::v2;
   if (head == magic_v3) return log_format::v3;
   if (head == magic_v1)
@@ -455,37 +407,32 @@ result<log_format> check_or_write_magic(int fd, const std::string& path, std::ui
   const log_format fresh = sync == file_run_log_sync::every_record ? log_format::v2 : log_format::v3;
   if (head.size() == magic_bytes || !magic_of(fresh).starts_with(head))
     return failure(error_kind::run_log_corrupt, fmt::format("{}: offset 0: bad magic (not a psych run log)", path));
-  PSYCH_TRY(write_file_header(fd, path, fresh));
+  PSYCH_TRY(write_file_header(file, fresh));
   return fresh;
 }
 
 }  // namespace
 
 result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path, file_run_log_sync sync) {
-  unique_fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
-  if (fd.get() < 0) return syscall_failure("open", path);
-  PSYCH_TRY(lock_exclusively(fd.get(), path));
+  PSYCH_TRY(auto file, durable_file::open_exclusive(path, "run log"));
+  PSYCH_TRY(const std::uint64_t found, file.size());
+  const auto size = std::max(found, std::uint64_t{magic_bytes});
+  PSYCH_TRY(const log_format format, check_or_write_magic(file, found, sync));
 
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) return syscall_failure("fstat", path);
-  const auto size = std::max<std::uint64_t>(static_cast<std::uint64_t>(info.st_size), magic_bytes);
-  PSYCH_TRY(const log_format format, check_or_write_magic(fd.get(), path, static_cast<std::uint64_t>(info.st_size), sync));
-
-  PSYCH_TRY(auto contents, scan(fd.get(), path, size, format));
+  PSYCH_TRY(auto contents, scan(file, size, format));
   if (format == log_format::v2 && contents.end < size) {
     // A torn tail: cut it off so the next append follows a whole record.
-    if (::ftruncate(fd.get(), static_cast<off_t>(contents.end)) != 0) return syscall_failure("ftruncate", path);
-    if (::fsync(fd.get()) != 0) return syscall_failure("fsync", path);
+    PSYCH_TRY(file.truncate(contents.end));
+    PSYCH_TRY(file.sync_all());
   }
   if (contents.dirty_tail) {
     // Format 3: what a crash left of unsynced records becomes tail again, so a later record can
     // never be read as following them.
-    PSYCH_TRY(write_at(fd.get(), path, std::string(size - contents.end, '\0'), contents.end));
-    if (::fdatasync(fd.get()) != 0) return syscall_failure("fdatasync", path);
+    PSYCH_TRY(file.write_at(std::string(size - contents.end, '\0'), contents.end));
+    PSYCH_TRY(file.sync_data());
   }
   const std::uint64_t kept = format == log_format::v2 ? contents.end : size;
-  return std::unique_ptr<run_log>{
-      std::make_unique<file_run_log>(std::move(fd), path, std::move(contents), kept, sync)};
+  return std::unique_ptr<run_log>{std::make_unique<file_run_log>(std::move(file), std::move(contents), kept, sync)};
 }
 
 }  // namespace psych

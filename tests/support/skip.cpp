@@ -184,6 +184,7 @@ void skip_case(allowed_in_ci kind, std::string_view reason, std::source_location
       case allowed_in_ci::documented_backend_limit: note = " [allowed in CI: a documented backend limit]"; break;
       case allowed_in_ci::no_windows_cpython_under_wine: note = " [allowed in CI: no Windows CPython under Wine]"; break;
       case allowed_in_ci::no_symbolic_links_under_wine: note = " [allowed in CI: no symbolic links under Wine]"; break;
+      case allowed_in_ci::no_dacls_under_wine: note = " [allowed in CI: no DACLs under Wine]"; break;
     }
   }
   record_skip(reason, where, note);

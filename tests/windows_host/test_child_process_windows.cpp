@@ -3,8 +3,10 @@
 // handles and the environment they are given, their arguments arrive as they were, their output is
 // read through the event loop (an overlapped named pipe in Asio's stream_handle), their exit is
 // waited on there too (the process handle in Asio's object_handle), and ending one ends its whole
-// job. psych-windows-host-parts-tests.exe (with test_files_windows.cpp): run under Wine here (ctest
-// case windows_host.parts) and natively in the CI matrix's Windows job (scripts/test-windows-launcher).
+// job; and a run log's worker ended while appending releases the log's lock and loses nothing it
+// reported durable (file_run_log.cpp on durable_file_windows.cpp). psych-windows-host-parts-tests.exe (with test_files_windows.cpp and
+// the rest): run under Wine here (ctest case windows_host.parts) and natively in the CI matrix's
+// Windows job (scripts/test-windows-launcher).
 //
 // The binary is its own child: `--child ACTION ...` runs one action instead of the tests.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -30,8 +32,10 @@
 #include "child_streams.hpp"
 #include "os_handle.hpp"
 #include "parts.hpp"
+#include "psych/host/run_log.hpp"
 #include "random_hex.hpp"
 #include "skip.hpp"
+#include "temp_dir.hpp"
 #include "launchers/windows/text.hpp"
 
 using namespace psych;
@@ -41,6 +45,12 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
 namespace {
+
+/// The run log case's records: large, so that a kill may well land inside a write.
+run_log_record record_number(std::size_t i) {
+  if (i % 2 == 0) return call_started{"c" + std::to_string(i / 2), "exec-1", std::string(20000, 't'), i};
+  return call_finished{"c" + std::to_string(i / 2), "ok", i, i, i, std::string(20000, 'v')};
+}
 
 // ---- the child's side -------------------------------------------------------
 
@@ -91,6 +101,18 @@ int child_main(int argc, wchar_t** argv) {
     ::CloseHandle(started.hThread);
     ::CloseHandle(started.hProcess);
     write_all(out, std::to_string(started.dwProcessId) + "\n");
+    ::Sleep(INFINITE);
+  }
+  if (action == L"append-run-log" && argc == 4) {
+    // Opens the log and goes on appending record_number(i) durably from where it ends, writing 'd'
+    // after each (at most 400: the host may be slow to end it), then sleeps.
+    auto log = open_file_run_log(windows::narrow(argv[3]));
+    if (!log) return 3;
+    const std::size_t first = log.value()->records().value().size();
+    for (std::size_t i = first; i < first + 400; ++i) {
+      if (!log.value()->append(record_number(i))) return 3;
+      write_all(out, "d");
+    }
     ::Sleep(INFINITE);
   }
   if (action == L"sleep") ::Sleep(INFINITE);
@@ -169,6 +191,24 @@ observed run(std::vector<std::string> argv, std::vector<std::string> environment
   return seen;
 }
 
+/// Bytes from an overlapped pipe, read plainly (one at a time), until `count` of them or a newline;
+/// fewer when the pipe ended first.
+std::string read_bytes(HANDLE pipe, std::size_t count) {
+  std::string bytes;
+  char c = 0;
+  DWORD got = 0;
+  OVERLAPPED overlapped{};
+  overlapped.hEvent = ::CreateEventW(nullptr, TRUE, FALSE, nullptr);
+  while (bytes.size() < count && !bytes.ends_with('\n')) {
+    ::ResetEvent(overlapped.hEvent);
+    if (!::ReadFile(pipe, &c, 1, nullptr, &overlapped) && ::GetLastError() != ERROR_IO_PENDING) break;
+    if (!::GetOverlappedResult(pipe, &overlapped, &got, TRUE) || got != 1) break;
+    bytes.push_back(c);
+  }
+  ::CloseHandle(overlapped.hEvent);
+  return bytes;
+}
+
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> all;
   std::istringstream in(text);
@@ -238,20 +278,9 @@ TEST_CASE("ending a child ends its job: what it started goes with it") {
       {.argv = {own_path(), "--child", "grandchild"}, .descriptors = {host::no_os_handle, out.value().second.get()}});
   REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
   out.value().second.reset();
-  // The grandchild's pid, read plainly: one line, then the child sleeps.
-  std::string line;
-  char c = 0;
-  DWORD got = 0;
-  OVERLAPPED overlapped{};
-  overlapped.hEvent = ::CreateEventW(nullptr, TRUE, FALSE, nullptr);
-  while (line.find('\n') == std::string::npos) {
-    ::ResetEvent(overlapped.hEvent);
-    if (!::ReadFile(out.value().first.get(), &c, 1, nullptr, &overlapped) && ::GetLastError() != ERROR_IO_PENDING) break;
-    if (!::GetOverlappedResult(out.value().first.get(), &overlapped, &got, TRUE) || got != 1) break;
-    line.push_back(c);
-  }
-  ::CloseHandle(overlapped.hEvent);
-  REQUIRE_MESSAGE(line.find('\n') != std::string::npos, "the child printed no grandchild pid: " << line);
+  // The grandchild's pid: one line, then the child sleeps.
+  const std::string line = read_bytes(out.value().first.get(), 64);
+  REQUIRE_MESSAGE(line.ends_with('\n'), "the child printed no grandchild pid: " << line);
   const auto grandchild = static_cast<DWORD>(std::stoul(line));
   CHECK(child.value().status_text(200ms) == "still running");
   HANDLE grandchild_process = ::OpenProcess(SYNCHRONIZE, FALSE, grandchild);
@@ -264,6 +293,49 @@ TEST_CASE("ending a child ends its job: what it started goes with it") {
   CHECK(gone_or_ended(grandchild, 10s));
   CHECK(reap_surely(child.value()).code == 1);
   CHECK(child.value().pidfd() == host::no_os_handle);
+}
+
+// The Windows side of test_run_log_posix.cpp's "a worker SIGKILLed while appending loses nothing it
+// reported durable": the worker's job is ended (TerminateJobObject) after it has said so of 1, 7 and
+// 20 more records, and the log must then open, from a lock Windows released, with every one of them.
+TEST_CASE("run log: a worker ended while appending releases the log and loses nothing it reported durable") {
+  const psych::testing::temp_dir dir("psych-run-log-test");
+  const std::string path = dir.file("run.log");
+  std::size_t durable_before = 0;
+  for (const std::size_t reported : {1u, 7u, 20u}) {
+    CAPTURE(reported);
+    auto out = host::output_pipe();
+    REQUIRE(out);
+    auto child = host::child_process::spawn({.argv = {own_path(), "--child", "append-run-log", path},
+                                             .descriptors = {host::no_os_handle, out.value().second.get()}});
+    REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
+    out.value().second.reset();
+    std::size_t seen = 0;
+    while (seen < reported && read_bytes(out.value().first.get(), 1) == "d") ++seen;
+    REQUIRE_MESSAGE(seen == reported, "the worker stopped: " << child.value().status_text(5s));
+    const auto held = open_file_run_log(path);
+    REQUIRE_FALSE(held);
+    CHECK(held.error().detail == "LockFileEx(" + path + "): run log is held by another process");
+    child.value().signal_group(host::ending::kill);
+    CHECK(reap_surely(child.value()).code == 1);
+
+    // Windows releases a dead holder's lock "depending upon available system resources": a moment.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    auto log = open_file_run_log(path);
+    while (!log && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+      log = open_file_run_log(path);
+    }
+    REQUIRE_MESSAGE(log, (log ? "" : log.error().message()));
+    auto records = log.value()->records();
+    REQUIRE(records);
+    CHECK(records.value().size() >= durable_before + reported);
+    for (std::size_t i = 0; i < records.value().size(); ++i) {
+      CAPTURE(i);
+      CHECK(records.value()[i] == record_number(i));
+    }
+    durable_before = records.value().size();
+  }
 }
 
 TEST_CASE("a released child outlives its job's handle, and is ended by its own") {
