@@ -28,7 +28,10 @@ set(psych_host_sources
   host/loopback_attach.cpp
   host/loopback_probe.cpp
   host/file_run_log.cpp
-  host/file_blob_store.cpp)
+  host/file_blob_store.cpp
+  host/json_rpc_peer.cpp
+  host/mcp_client.cpp
+  host/mcp_binding_source.cpp)
 # read_tool_output's pattern engine (host/line_pattern.hpp): RE2, or, for a target that has no RE2,
 # none (every pattern refused by name).
 set(psych_host_re2_sources host/line_pattern_re2.cpp)
@@ -40,15 +43,12 @@ set(psych_host_posix_sources
   host/uid_pool.cpp
   host/durable_file_posix.cpp
   host/store_directory_posix.cpp
+  host/json_rpc_streams_posix.cpp
   # POSIX by nature: who can reach a path (uids, modes, ACLs), and descriptors passed over a Unix
   # socket (SCM_RIGHTS).
   host/path_access.cpp
   host/container_sandbox.cpp
-  host/container_starter.cpp
-  # Not ported to Windows yet (docs/windows-launcher.md says what it needs): MCP's JSON-RPC peer.
-  host/json_rpc_peer.cpp
-  host/mcp_client.cpp
-  host/mcp_binding_source.cpp)
+  host/container_starter.cpp)
 set(psych_host_windows_sources
   host/child_process_windows.cpp
   host/execution_dirs_windows.cpp
@@ -59,6 +59,7 @@ set(psych_host_windows_sources
   host/store_directory_windows.cpp
   host/open_beneath_windows.cpp
   host/owner_only_security_windows.cpp
+  host/json_rpc_streams_windows.cpp
   # The Windows launcher's own UTF-16 conversions, error words, command lines, environment blocks
   # and inherited-handle lists.
   ../launchers/windows/text.cpp

@@ -1,18 +1,8 @@
 #include "json_rpc_peer.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#ifdef __linux__
-#include <sys/eventfd.h>
-#endif
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
@@ -22,39 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "json_rpc_streams.hpp"
 #include "json_rpc_wire.hpp"
 #include "psych/protocol/json.hpp"
 #include "psych/protocol/line_reader.hpp"
 
 namespace psych::host {
-
-/// A flag a thread's poll() wakes on, and stays readable once raised (nobody reads it): an eventfd
-/// on Linux, a pipe elsewhere (macOS has no eventfd).
-struct peer_wake_flag {
-  int poll_fd = -1;   ///< what poll() watches
-  int raise_fd = -1;  ///< what wake() writes to; the same eventfd on Linux
-
-  bool open() noexcept {
-#ifdef __linux__
-    poll_fd = raise_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    return poll_fd >= 0;
-#else
-    int ends[2];
-    if (::pipe(ends) != 0) return false;
-    poll_fd = ends[0];
-    raise_fd = ends[1];
-    for (const int fd : ends)
-      if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || ::fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
-    return true;
-#endif
-  }
-  void close() noexcept {
-    if (raise_fd >= 0 && raise_fd != poll_fd) ::close(raise_fd);
-    if (poll_fd >= 0) ::close(poll_fd);
-    poll_fd = raise_fd = -1;
-  }
-};
-
 namespace {
 
 using steady = std::chrono::steady_clock;
@@ -62,26 +25,6 @@ using namespace std::chrono_literals;
 
 auto fail(mcp_error_kind kind, std::string detail, std::int64_t code = 0) {
   return boost::outcome_v2::failure(mcp_error{kind, std::move(detail), code});
-}
-
-int poll_ms(steady::duration left) {
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-  return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(ms, 0, 60'000));
-}
-
-bool set_nonblocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
-}
-
-void close_fd(int& fd) noexcept {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-void wake(const peer_wake_flag& flag) noexcept {
-  const std::uint64_t one = 1;
-  (void)!::write(flag.raise_fd, &one, sizeof one);
 }
 
 /// Messages may nest deeper than the launcher contract's frames (tool schemas, tool results).
@@ -94,12 +37,8 @@ protocol::json_bounds message_bounds(std::size_t max_line_bytes) {
 struct json_rpc_peer::state {
   options opts;
   handlers on;
-  int input = -1;   ///< the reader's
-  int output = -1;  ///< the writer's; closed by close_output
-  int side = -1;    ///< the reader's
-  int gone = -1;    ///< not owned
-  peer_wake_flag wake_reader;
-  peer_wake_flag wake_writer;
+  /// The streams and the threads' waits (json_rpc_streams.hpp); none when they could not be set up.
+  std::unique_ptr<peer_streams> streams;
   std::thread reader;
   std::thread writer;
   std::mutex closing;  ///< one close_output at a time
@@ -125,14 +64,6 @@ struct json_rpc_peer::state {
   bool writer_stop = false;
   std::optional<mcp_error> broken;  ///< set once, forever
 
-  ~state() {
-    close_fd(input);
-    close_fd(output);
-    close_fd(side);
-    wake_reader.close();
-    wake_writer.close();
-  }
-
   [[nodiscard]] std::string who() const { return "the server " + opts.server_name; }
   std::string epitaph() const { return on.epitaph ? on.epitaph() : std::string{"gone"}; }
 
@@ -144,7 +75,7 @@ struct json_rpc_peer::state {
     }
     answered.notify_all();
     work.notify_all();
-    if (wake_writer.raise_fd >= 0) wake(wake_writer);  // a writer waiting for room has nothing more to write
+    if (streams) streams->wake_writer();  // a writer waiting for room has nothing more to write
   }
 
   std::optional<mcp_error> broken_error() const {
@@ -236,12 +167,7 @@ struct json_rpc_peer::state {
 
   /// The writer: the queue's lines in order, each begun before its deadline and finished by it.
   void write_loop() {
-    // A server that closed its stdin is EPIPE here, not the death of the host. The signal is
-    // directed at this thread, and one left pending goes with it.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    peer_streams::prepare_writer_thread();  // a server that closed its stdin is an error here, not the host's end
 
     while (true) {
       queued_line next;
@@ -258,29 +184,23 @@ struct json_rpc_peer::state {
     }
   }
 
-  /// One non-blocking write of what is left of `item`; nullopt when it is a request withdrawn
-  /// before a byte of it was written. A request's bytes are written under the lock, so that the
+  /// One write, without waiting, of what is left of `item`; nullopt when it is a request withdrawn
+  /// before a byte of it was begun. A request's bytes are begun under the lock, so that the
   /// waiter's view is exact: never begun (withdrawn, nothing to cancel), begun (`taken`: cancelled
-  /// when abandoned, and the session over if it cannot be finished), or `written` whole.
-  std::optional<ssize_t> write_some(const queued_line& item, std::size_t written, int& error) {
+  /// when abandoned, and the session over if it cannot be finished), or `written` whole. (On
+  /// Windows a write is begun before its bytes are counted: in flight, it counts as taken.)
+  std::optional<peer_streams::write_attempt> write_some(const queued_line& item, std::size_t written) {
     const std::string_view rest = std::string_view{item.line}.substr(written);
-    if (!item.request) {
-      const ssize_t n = ::write(output, rest.data(), rest.size());
-      error = errno;
-      return n;
-    }
+    if (!item.request) return streams->try_write(rest, item.deadline);
     std::lock_guard lock{mutex};
     const auto found = pending.find(*item.request);
-    if (found == pending.end()) {
-      if (written == 0) return std::nullopt;
-    }
-    const ssize_t n = ::write(output, rest.data(), rest.size());
-    error = errno;
-    if (n > 0 && found != pending.end()) {
+    if (found == pending.end() && written == 0 && !streams->write_in_flight()) return std::nullopt;
+    auto attempt = streams->try_write(rest, item.deadline);
+    if ((attempt.bytes > 0 || attempt.in_flight) && found != pending.end()) {
       found->second.taken = true;
-      found->second.written = static_cast<std::size_t>(n) == rest.size();
+      found->second.written = attempt.bytes == rest.size();
     }
-    return n;
+    return attempt;
   }
 
   /// False when the writer must stop: told to, or the peer broke.
@@ -289,30 +209,25 @@ struct json_rpc_peer::state {
     const steady::time_point deadline = item.deadline;
     std::size_t written = 0;
     while (written < line.size()) {
-      int error = 0;
-      const std::optional<ssize_t> wrote = write_some(item, written, error);
+      const auto wrote = write_some(item, written);
       if (!wrote) return true;
-      const ssize_t n = *wrote;
-      if (n > 0) {
-        written += static_cast<std::size_t>(n);
+      if (wrote->bytes > 0) {
+        written += wrote->bytes;
         continue;
       }
-      if (n < 0 && error == EINTR) continue;
-      if (n < 0 && error == EAGAIN) {
-        const auto left = deadline - steady::now();
-        if (left <= steady::duration::zero()) {
-          if (written == 0) return true;  // not begun: dropped, and its waiter times out
-          break_with(mcp_error_kind::protocol_violation,
-                     fmt::format("{} stopped reading in the middle of a message", who()));
-          return false;
-        }
-        pollfd fds[2] = {{output, POLLOUT, 0}, {wake_writer.poll_fd, POLLIN, 0}};
-        if (::poll(fds, 2, poll_ms(left)) > 0 && fds[1].revents != 0) return false;  // closing
-        continue;
+      if (wrote->failed) {
+        break_with(mcp_error_kind::server_exited,
+                   fmt::format("{} closed its input (write: {}; {})", who(), *wrote->failed, epitaph()));
+        return false;
       }
-      break_with(mcp_error_kind::server_exited,
-                 fmt::format("{} closed its input (write: {}; {})", who(), std::strerror(error), epitaph()));
-      return false;
+      // No room, or (Windows) a write still in flight, which the wait collects or cancels.
+      if (!wrote->in_flight && steady::now() >= deadline) {
+        if (written == 0) return true;  // not begun: dropped, and its waiter times out
+        break_with(mcp_error_kind::protocol_violation,
+                   fmt::format("{} stopped reading in the middle of a message", who()));
+        return false;
+      }
+      if (!streams->wait_writable(deadline)) return false;  // closing
     }
     return true;
   }
@@ -372,32 +287,11 @@ struct json_rpc_peer::state {
         '\n');
   }
 
-  enum class drained { empty, more, ended };
-
-  /// Reads what the descriptor has now, without waiting, and at most 16 buffers of it (`more`),
-  /// so that a stream that never pauses cannot starve the others. `ended` at end of file, on an
-  /// error, or when the sink says stop.
-  template <class Sink>
-  static drained drain(int fd, std::string& buffer, Sink&& sink) {
-    for (int round = 0; round < 16;) {
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n > 0) {
-        if (!sink(std::string_view{buffer.data(), static_cast<std::size_t>(n)})) return drained::ended;
-        ++round;
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 && errno == EAGAIN ? drained::empty : drained::ended;
-    }
-    return drained::more;
-  }
-
   void read_loop() {
     protocol::line_reader lines{protocol::stream_bounds{.max_frame_bytes = opts.max_line_bytes,
                                                         .max_stream_bytes = std::numeric_limits<std::uint64_t>::max(),
                                                         .max_frames = std::numeric_limits<std::uint64_t>::max(),
                                                         .max_empty_lines = std::numeric_limits<std::uint64_t>::max()}};
-    std::string buffer(std::size_t{64} << 10, '\0');
     std::optional<mcp_error> violation;  ///< the first; later lines are not looked at
     const auto feed_input = [&](std::string_view bytes) {
       auto fed = lines.feed(bytes, [&](std::string_view line) -> result<void> {
@@ -419,29 +313,29 @@ struct json_rpc_peer::state {
     // After the end, what is left is read, but not for ever: a grandchild of the server's may
     // still hold the pipes open and write on.
     constexpr int rounds_after_end = 32;
+    using drained = peer_streams::drained;
     const auto ended = [&](std::string_view what) {
-      if (side >= 0)
-        for (int round = 0; round < rounds_after_end && drain(side, buffer, feed_side) == drained::more; ++round) {
-        }
+      for (int round = 0; round < rounds_after_end && streams->drain_side(feed_side) == drained::more; ++round) {
+      }
       break_with(mcp_error_kind::server_exited, fmt::format("{} {} ({})", who(), what, epitaph()));
     };
 
-    pollfd fds[4] = {{input, POLLIN, 0}, {side, POLLIN, 0}, {wake_reader.poll_fd, POLLIN, 0}, {gone, POLLIN, 0}};
     while (true) {
-      if (::poll(fds, 4, -1) < 0) {
-        if (errno == EINTR) continue;
-        break_with(mcp_error_kind::server_exited, fmt::format("poll: {}", std::strerror(errno)));
+      auto waited = streams->wait();
+      if (!waited) {
+        break_with(mcp_error_kind::server_exited, waited.error().detail);
         return;
       }
-      if (fds[2].revents != 0) return;  // closing
-      if (fds[1].revents != 0 && drain(side, buffer, feed_side) == drained::ended) fds[1].fd = -1;  // stop polling it
-      if (fds[0].revents != 0 && drain(input, buffer, feed_input) == drained::ended) {
+      const peer_streams::ready& ready = waited.value();
+      if (ready.woken) return;  // closing
+      if (ready.side && streams->drain_side(feed_side) == drained::ended) streams->forget_side();
+      if (ready.input && streams->drain_input(feed_input) == drained::ended) {
         if (violation) break_with(violation->kind, std::move(violation->detail));
         else ended("closed its output");
         return;
       }
-      if (fds[3].revents != 0) {  // gone; what it wrote before is in the pipe
-        for (int round = 0; round < rounds_after_end && drain(input, buffer, feed_input) == drained::more; ++round) {
+      if (ready.gone) {  // gone; what it wrote before is in the pipe
+        for (int round = 0; round < rounds_after_end && streams->drain_input(feed_input) == drained::more; ++round) {
         }
         if (violation) break_with(violation->kind, std::move(violation->detail));
         else ended("exited");
@@ -462,31 +356,25 @@ struct json_rpc_peer::state {
     }
     work.notify_all();
     if (writer.joinable()) {
-      wake(wake_writer);
+      streams->wake_writer();
       writer.join();
     }
-    close_fd(output);
+    if (streams) streams->close_output();
   }
 };
 
-json_rpc_peer::json_rpc_peer(options opts, handlers on, int input, int output, int side, int gone)
+json_rpc_peer::json_rpc_peer(options opts, handlers on, os_handle input, os_handle output, os_handle side,
+                             os_handle gone)
     : state_{std::make_unique<state>()} {
   state& s = *state_;
   s.opts = std::move(opts);
   s.on = std::move(on);
-  s.input = input;
-  s.output = output;
-  s.side = side;
-  s.gone = gone;
-  if (!s.wake_reader.open() || !s.wake_writer.open()) {
-    s.break_with(mcp_error_kind::spawn_failed, fmt::format("eventfd: {}", std::strerror(errno)));
+  auto streams = peer_streams::open(input, output, side, gone);
+  if (!streams) {
+    s.break_with(mcp_error_kind::spawn_failed, std::move(streams).error().detail);
     return;
   }
-  for (int fd : {s.input, s.output, s.side})
-    if (fd >= 0 && !set_nonblocking(fd)) {
-      s.break_with(mcp_error_kind::spawn_failed, fmt::format("fcntl(O_NONBLOCK): {}", std::strerror(errno)));
-      return;
-    }
+  s.streams = std::move(streams).value();
   s.reader = std::thread{[&s] { s.read_loop(); }};
   s.writer = std::thread{[&s] { s.write_loop(); }};
 }
@@ -495,7 +383,7 @@ json_rpc_peer::~json_rpc_peer() {
   state_->close_output();
   state_->break_with(mcp_error_kind::unusable, fmt::format("the session with {} was closed", state_->who()));
   if (state_->reader.joinable()) {
-    wake(state_->wake_reader);
+    state_->streams->wake_reader();
     state_->reader.join();
   }
 }

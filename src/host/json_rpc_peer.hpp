@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "os_handle.hpp"
 #include "psych/host/mcp.hpp"
 
 namespace psych::host {
@@ -49,10 +50,12 @@ class json_rpc_peer {
     std::function<std::string()> epitaph;
   };
 
-  /// Takes ownership of `input` (read), `output` (written) and `side` (read into side_bytes; -1
-  /// for none). `gone` (not owned; -1 for none) is readable once the other side has exited: what
-  /// it wrote before is read, then the peer breaks. Starts both threads.
-  json_rpc_peer(options opts, handlers on, int input, int output, int side, int gone);
+  /// Takes ownership of `input` (read), `output` (written) and `side` (read into side_bytes;
+  /// no_os_handle for none). `gone` (not owned; no_os_handle for none) is ready once the other
+  /// side has exited: what it wrote before is read, then the peer breaks. Starts both threads. On
+  /// Windows the three are overlapped pipe ends (output_pipe(), input_pipe()); json_rpc_streams.hpp
+  /// has what each system does.
+  json_rpc_peer(options opts, handlers on, os_handle input, os_handle output, os_handle side, os_handle gone);
   /// Stops both threads (close_output, then the reader) and closes the descriptors it owns.
   ~json_rpc_peer();
   json_rpc_peer(const json_rpc_peer&) = delete;

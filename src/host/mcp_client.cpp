@@ -4,15 +4,9 @@
 // paged tool list, tool calls and their results.
 #include "psych/host/mcp.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -22,9 +16,9 @@
 
 #include "child_process.hpp"
 #include "json_rpc_peer.hpp"
+#include "os_handle.hpp"
 #include "psych/json_text.hpp"
 #include "psych/protocol/json.hpp"
-#include "posix.hpp"
 
 namespace psych::mcp_wire {
 
@@ -94,7 +88,6 @@ namespace psych {
 namespace {
 
 using namespace std::chrono_literals;
-using host::unique_fd;
 
 constexpr std::string_view protocol_version_asked = "2025-06-18";
 constexpr std::size_t max_pages = 100;
@@ -109,22 +102,26 @@ constexpr auto exit_grace = 1000ms;  // after stdin closes, then again after SIG
 /// Messages may nest deeper than the launcher contract's frames (tool schemas, tool results).
 constexpr protocol::json_bounds message_bounds{.max_bytes = max_line_bytes, .max_depth = 256};
 
-/// The variables a server inherits from the host, as the MCP SDKs' default environment.
+/// The variables a server inherits from the host, as the MCP SDKs' default environment (on
+/// Windows, theirs for Windows: what a program needs to find its files and the system's).
+#ifdef _WIN32
+constexpr std::array<const char*, 12> inherited_variables{
+    "APPDATA",  "HOMEDRIVE",  "HOMEPATH", "LOCALAPPDATA", "PATH",        "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE", "SYSTEMROOT", "TEMP",     "USERNAME",     "USERPROFILE", "PROGRAMFILES"};
+#else
 constexpr std::array<const char*, 7> inherited_variables{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
+#endif
 
 auto fail(mcp_error_kind kind, std::string detail, std::int64_t code = 0) {
   return boost::outcome_v2::failure(mcp_error{kind, std::move(detail), code});
 }
 
-struct pipe_ends {
-  unique_fd read;
-  unique_fd write;
-};
-
-mcp_result<pipe_ends> make_pipe() {
-  auto made = host::cloexec_pipe();
+/// A pipe's two ends: `first` read, `second` written. `host_writes`: the server's stdin (the host
+/// writes), else one of its outputs (the host reads); on Windows the host's end is overlapped.
+mcp_result<host::os_handle_pair> make_pipe(bool host_writes) {
+  auto made = host_writes ? host::input_pipe() : host::output_pipe();
   if (!made) return fail(mcp_error_kind::spawn_failed, made.error().message());
-  return pipe_ends{std::move(made.value().first), std::move(made.value().second)};
+  return std::move(made).value();
 }
 
 /// The few inherited variables, then the configuration's: nothing else of the host's.
@@ -211,22 +208,22 @@ mcp_result<std::unique_ptr<mcp_client>> mcp_client::start(const mcp_server_confi
 
   auto s = std::make_unique<state>();
   s->config = config;
-  int to_server = -1, from_server = -1, server_stderr = -1;
+  host::os_handle to_server = host::no_os_handle, from_server = host::no_os_handle, server_stderr = host::no_os_handle;
   {
-    BOOST_OUTCOME_TRY(auto in, make_pipe());
-    BOOST_OUTCOME_TRY(auto out, make_pipe());
-    BOOST_OUTCOME_TRY(auto err, make_pipe());
+    BOOST_OUTCOME_TRY(auto in, make_pipe(/*host_writes=*/true));
+    BOOST_OUTCOME_TRY(auto out, make_pipe(false));
+    BOOST_OUTCOME_TRY(auto err, make_pipe(false));
     auto spawned = host::child_process::spawn({.argv = config.command,
                                                .search_path = true,
                                                .environment = server_environment(config),
-                                               .descriptors = {in.read.get(), out.write.get(), err.write.get()}});
+                                               .descriptors = {in.first.get(), out.second.get(), err.second.get()}});
     if (!spawned)
       return fail(mcp_error_kind::spawn_failed,
                   fmt::format("the server {}: {}", config.name, spawned.error().message()));
     s->child.emplace(std::move(spawned).value());
-    to_server = in.write.release();
-    from_server = out.read.release();
-    server_stderr = err.read.release();
+    to_server = in.second.release();
+    from_server = out.first.release();
+    server_stderr = err.first.release();
   }  // the child's ends close here: its exit is end of file on ours
 
   state* raw = s.get();

@@ -37,8 +37,14 @@ using os_handle_pair = fd_pair;
 /// (close-on-exec; on Windows not inheritable, and children get explicit handle lists).
 result<os_handle_pair> output_pipe();
 
+/// A pipe for a child's input: the read end for the child to be given, the write end for the host
+/// (on Windows an overlapped named pipe, for json_rpc_streams.hpp's writer). Inherited by no child
+/// it is not given to.
+result<os_handle_pair> input_pipe();
+
 #ifndef _WIN32
 inline result<os_handle_pair> output_pipe() { return cloexec_pipe(); }
+inline result<os_handle_pair> input_pipe() { return cloexec_pipe(); }
 #endif
 
 }  // namespace psych::host

@@ -30,6 +30,9 @@ inline bool under_wine() {
   return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr;
 }
 
+/// The MCP test server of test_mcp_windows.cpp, run as `--child mcp-server`; its exit status.
+int mcp_server_main();
+
 /// This process's account, as a SID string ("S-1-5-21-..."). Read here, not through
 /// owner_only_security: a check must not share the code it checks.
 inline std::string own_sid() {

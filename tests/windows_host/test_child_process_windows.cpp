@@ -115,6 +115,7 @@ int child_main(int argc, wchar_t** argv) {
     }
     ::Sleep(INFINITE);
   }
+  if (action == L"mcp-server") return psych::testing::windows_host::mcp_server_main();
   if (action == L"sleep") ::Sleep(INFINITE);
   return 99;
 }

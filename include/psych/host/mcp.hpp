@@ -5,6 +5,8 @@
 //
 // The header is light: RapidJSON, the pipes and the threads live in src/host (child_process,
 // json_rpc_peer, mcp_client, mcp_binding_source).
+#include <sys/types.h>  // pid_t
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
