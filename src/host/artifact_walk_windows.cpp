@@ -1,9 +1,9 @@
 // artifact_walk.hpp on Windows. Every entry below the workspace is opened by one name relative to
 // its directory's handle (open_beneath_windows.hpp: NtCreateFile with a RootDirectory, the openat of
-// Windows) and with FILE_OPEN_REPARSE_POINT, so a symlink or junction is opened as itself and never followed; what
-// was opened is classified from that handle (GetFileInformationByHandle) and read through it, so
-// nothing is reached by its name twice and a program racing to swap a directory for a link gains
-// nothing. What is kept is artifact_harvest.hpp's decision, as on POSIX.
+// Windows) and with FILE_OPEN_REPARSE_POINT, so a symlink or junction is opened as itself and never
+// followed; what was opened is classified from that handle (GetFileInformationByHandle) and read
+// through it, so nothing is reached by its name twice and a program racing to swap a directory for
+// a link gains nothing. What is kept is artifact_harvest.hpp's decision, as on POSIX.
 #include "artifact_walk.hpp"
 
 #include <windows.h>

@@ -33,12 +33,11 @@ using windows_io::call_failed;
 }  // namespace
 
 result<durable_file> durable_file::open_exclusive(const std::string& path, std::string_view what) {
-  owner_only_security security;
-  if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
+  PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
   // Shared for reading, writing and deleting, as a POSIX file is: exclusion is the lock's job, so
   // that a second opener learns the log is held rather than meeting a sharing violation.
   windows::unique_handle handle{::CreateFileW(windows::widen(path).c_str(), GENERIC_READ | GENERIC_WRITE,
-                                              FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, security.get(),
+                                              FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, owner_only,
                                               OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr)};
   if (!handle) return call_failed("CreateFileW", path);
   OVERLAPPED where = at_offset(lock_offset);

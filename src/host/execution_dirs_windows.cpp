@@ -31,18 +31,18 @@ std::string failed(const char* call, const std::wstring& path, DWORD error = ::G
 }
 
 /// A directory of a fresh random name in `root`; its path.
-result<std::wstring> make_unique_dir(const std::wstring& root, const char* prefix, owner_only_security& security) {
+result<std::wstring> make_unique_dir(const std::wstring& root, const char* prefix, SECURITY_ATTRIBUTES* owner_only) {
   for (int attempt = 0;; ++attempt) {
     const std::wstring path = (fs::path(root) / windows::widen(prefix + random_hex(8))).native();
-    if (::CreateDirectoryW(path.c_str(), security.get())) return path;
+    if (::CreateDirectoryW(path.c_str(), owner_only)) return path;
     const DWORD error = ::GetLastError();
     if (error != ERROR_ALREADY_EXISTS || attempt == 8)
       return failure(error_kind::system_call_failed, failed("CreateDirectoryW", path, error));
   }
 }
 
-result<void> make_dir(const std::wstring& path, owner_only_security& security) {
-  if (!::CreateDirectoryW(path.c_str(), security.get()))
+result<void> make_dir(const std::wstring& path, SECURITY_ATTRIBUTES* owner_only) {
+  if (!::CreateDirectoryW(path.c_str(), owner_only))
     return failure(error_kind::system_call_failed, failed("CreateDirectoryW", path));
   return success();
 }
@@ -102,8 +102,7 @@ bool remove_tree(const std::wstring& top) {
 }  // namespace
 
 result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
-  owner_only_security security;
-  if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
+  PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
   // Absolute: removal prefixes the paths with \\?\, which takes no relative path. Empty: the
   // account's temporary directory (psych/host/sandbox.hpp, default_temp_root).
   std::error_code ec;
@@ -116,13 +115,13 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   const std::wstring root = normal.native();
   if (ec) return failure(error_kind::system_call_failed, fmt::format("the temp root {}: {}", temp_root, ec.message()));
   execution_dirs dirs;
-  PSYCH_TRY(auto base, make_unique_dir(root, "psych-", security));
+  PSYCH_TRY(auto base, make_unique_dir(root, "psych-", owner_only));
   dirs.base = windows::narrow(base);
   dirs.workspace = dirs.base + "\\workspace";
   dirs.tmp = dirs.base + "\\tmp";
-  auto made = make_dir(base + L"\\workspace", security);
-  if (made) made = make_dir(base + L"\\tmp", security);
-  auto canary_dir = made ? make_unique_dir(root, "psych-canary-", security) : result<std::wstring>(made.error());
+  auto made = make_dir(base + L"\\workspace", owner_only);
+  if (made) made = make_dir(base + L"\\tmp", owner_only);
+  auto canary_dir = made ? make_unique_dir(root, "psych-canary-", owner_only) : result<std::wstring>(made.error());
   if (!canary_dir) {
     (void)remove_execution_dirs(dirs);
     return canary_dir.error();
@@ -131,7 +130,7 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   dirs.canary = dirs.canary_dir + "\\canary";
   const std::wstring canary = canary_dir.value() + L"\\canary";
   unique_os_handle file{
-      ::CreateFileW(canary.c_str(), GENERIC_WRITE, 0, security.get(), CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr)};
+      ::CreateFileW(canary.c_str(), GENERIC_WRITE, 0, owner_only, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr)};
   const auto content = "psych canary " + random_hex(16) + "\n";
   DWORD written = 0;
   const char* call = file.valid() ? "WriteFile" : "CreateFileW";

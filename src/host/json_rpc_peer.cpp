@@ -293,7 +293,8 @@ struct json_rpc_peer::state {
                                                         .max_frames = std::numeric_limits<std::uint64_t>::max(),
                                                         .max_empty_lines = std::numeric_limits<std::uint64_t>::max()}};
     std::optional<mcp_error> violation;  ///< the first; later lines are not looked at
-    const auto feed_input = [&](std::string_view bytes) {
+    // Sinks made once, not at every read: a drain takes them as std::function.
+    const peer_streams::sink feed_input = [&](std::string_view bytes) {
       auto fed = lines.feed(bytes, [&](std::string_view line) -> result<void> {
         if (violation) return psych::success();
         if (auto handled = handle_line(line); !handled) violation = std::move(handled).error();
@@ -306,7 +307,7 @@ struct json_rpc_peer::state {
       std::lock_guard lock{mutex};
       return !broken.has_value();  // broken meanwhile (the queue's bound, the writer): stop reading
     };
-    const auto feed_side = [&](std::string_view bytes) {
+    const peer_streams::sink feed_side = [&](std::string_view bytes) {
       if (on.side_bytes) on.side_bytes(bytes);
       return true;
     };

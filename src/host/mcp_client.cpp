@@ -116,10 +116,8 @@ auto fail(mcp_error_kind kind, std::string detail, std::int64_t code = 0) {
   return boost::outcome_v2::failure(mcp_error{kind, std::move(detail), code});
 }
 
-/// A pipe's two ends: `first` read, `second` written. `host_writes`: the server's stdin (the host
-/// writes), else one of its outputs (the host reads); on Windows the host's end is overlapped.
-mcp_result<host::os_handle_pair> make_pipe(bool host_writes) {
-  auto made = host_writes ? host::input_pipe() : host::output_pipe();
+/// A pipe for the server (os_handle.hpp: `first` read, `second` written), or spawn_failed.
+mcp_result<host::os_handle_pair> server_pipe(result<host::os_handle_pair> made) {
   if (!made) return fail(mcp_error_kind::spawn_failed, made.error().message());
   return std::move(made).value();
 }
@@ -210,9 +208,10 @@ mcp_result<std::unique_ptr<mcp_client>> mcp_client::start(const mcp_server_confi
   s->config = config;
   host::os_handle to_server = host::no_os_handle, from_server = host::no_os_handle, server_stderr = host::no_os_handle;
   {
-    BOOST_OUTCOME_TRY(auto in, make_pipe(/*host_writes=*/true));
-    BOOST_OUTCOME_TRY(auto out, make_pipe(false));
-    BOOST_OUTCOME_TRY(auto err, make_pipe(false));
+    // On Windows the host's ends are overlapped: the server's stdin written, its outputs read.
+    BOOST_OUTCOME_TRY(auto in, server_pipe(host::input_pipe()));
+    BOOST_OUTCOME_TRY(auto out, server_pipe(host::output_pipe()));
+    BOOST_OUTCOME_TRY(auto err, server_pipe(host::output_pipe()));
     auto spawned = host::child_process::spawn({.argv = config.command,
                                                .search_path = true,
                                                .environment = server_environment(config),

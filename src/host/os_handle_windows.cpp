@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "file_io_windows.hpp"
 #include "random_hex.hpp"
 #include "launchers/windows/text.hpp"  // widen, error_text
 
@@ -15,10 +16,7 @@ namespace psych::host {
 
 namespace {
 
-auto pipe_failure(const char* call, const std::string& name) {
-  return failure(error_kind::system_call_failed,
-                 fmt::format("{}({}): {}", call, name, windows::error_text(::GetLastError())));
-}
+using windows_io::call_failed;
 
 /// A named pipe with a name nobody can guess, the first and only instance, local clients only:
 /// anonymous pipes cannot be used overlapped. The host's end is the server's, overlapped, reading
@@ -33,10 +31,10 @@ result<std::pair<unique_os_handle, unique_os_handle>> overlapped_pipe(bool inbou
                              FILE_FLAG_FIRST_PIPE_INSTANCE,
       PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS, 1, buffer_bytes, buffer_bytes, 0,
       nullptr)};
-  if (!hosts.valid()) return pipe_failure("CreateNamedPipeW", name);
+  if (!hosts.valid()) return call_failed("CreateNamedPipeW", name);
   unique_os_handle childs{::CreateFileW(wide_name.c_str(), inbound ? GENERIC_WRITE : GENERIC_READ, 0, nullptr,
                                         OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr)};
-  if (!childs.valid()) return pipe_failure("CreateFileW", name);
+  if (!childs.valid()) return call_failed("CreateFileW", name);
   return std::pair{std::move(hosts), std::move(childs)};
 }
 

@@ -1,30 +1,18 @@
 #pragma once
 // Windows only: security attributes with a protected DACL that grants the worker's own account and
 // SYSTEM alone, "D:P(A;OICI;FA;;;<the worker's SID>)(A;OICI;FA;;;SY)", inherited by what is made
-// inside a directory made with it: what mode 0700 (or 0600 for a file) is on POSIX. Handles opened
-// with it are not inheritable. Used for the execution's directories and the run log's file.
+// inside a directory made with them: what mode 0700 (or 0600 for a file) is on POSIX. Handles opened
+// with them are not inheritable. Used for the execution's directories, the run log and the BlobStore.
 #include <windows.h>
 
-#include <string>
+#include "psych/result.hpp"
 
 namespace psych::host {
 
-class owner_only_security {
- public:
-  owner_only_security();
-  ~owner_only_security();
-  owner_only_security(const owner_only_security&) = delete;
-  owner_only_security& operator=(const owner_only_security&) = delete;
-
-  /// Empty, or why the descriptor could not be made ("<call>(<what>): <the system's words>"); the
-  /// attributes then carry no descriptor, and must not be used for something meant to be private.
-  [[nodiscard]] const std::string& error() const noexcept { return error_; }
-  [[nodiscard]] SECURITY_ATTRIBUTES* get() noexcept { return &attributes_; }
-
- private:
-  PSECURITY_DESCRIPTOR descriptor_ = nullptr;
-  SECURITY_ATTRIBUTES attributes_{};
-  std::string error_;
-};
+/// The attributes, for CreateFileW and CreateDirectoryW (their lpSecurityDescriptor for
+/// NtCreateFile). Made once per process, on first use: the account a process runs as does not
+/// change. The system only reads them, so every thread may pass the same ones. system_call_failed,
+/// naming the call, when they could not be made.
+result<SECURITY_ATTRIBUTES*> owner_only_attributes();
 
 }  // namespace psych::host

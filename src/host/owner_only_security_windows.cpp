@@ -3,6 +3,7 @@
 
 #include <sddl.h>
 
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,37 +17,51 @@ std::string descriptor_failure(const char* call, const std::wstring& what, DWORD
   return fmt::format("{}({}): {}", call, windows::narrow(what), windows::error_text(error));
 }
 
+/// The descriptor and the attributes that point at it, or why they could not be made.
+struct owner_only_security {
+  owner_only_security() {
+    attributes.nLength = sizeof(attributes);
+    attributes.bInheritHandle = FALSE;
+    HANDLE token = nullptr;
+    if (!::OpenProcessToken(::GetCurrentProcess(), TOKEN_QUERY, &token)) {
+      error = descriptor_failure("OpenProcessToken", L"this process");
+      return;
+    }
+    DWORD size = 0;
+    ::GetTokenInformation(token, TokenUser, nullptr, 0, &size);
+    std::vector<char> user(size);
+    wchar_t* sid = nullptr;
+    const bool ok = ::GetTokenInformation(token, TokenUser, user.data(), size, &size) &&
+                    ::ConvertSidToStringSidW(reinterpret_cast<TOKEN_USER*>(user.data())->User.Sid, &sid);
+    const DWORD failed_with = ::GetLastError();
+    ::CloseHandle(token);
+    if (!ok) {
+      error = descriptor_failure("GetTokenInformation(TokenUser)", L"this process", failed_with);
+      return;
+    }
+    const std::wstring sddl = L"D:P(A;OICI;FA;;;" + std::wstring(sid) + L")(A;OICI;FA;;;SY)";
+    ::LocalFree(sid);
+    if (!::ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl.c_str(), SDDL_REVISION_1, &descriptor, nullptr))
+      error = descriptor_failure("ConvertStringSecurityDescriptorToSecurityDescriptorW", sddl);
+    attributes.lpSecurityDescriptor = descriptor;
+  }
+  ~owner_only_security() {
+    if (descriptor != nullptr) ::LocalFree(descriptor);
+  }
+  owner_only_security(const owner_only_security&) = delete;
+  owner_only_security& operator=(const owner_only_security&) = delete;
+
+  PSECURITY_DESCRIPTOR descriptor = nullptr;
+  SECURITY_ATTRIBUTES attributes{};
+  std::string error;  ///< empty when made
+};
+
 }  // namespace
 
-owner_only_security::owner_only_security() {
-  attributes_.nLength = sizeof(attributes_);
-  attributes_.bInheritHandle = FALSE;
-  HANDLE token = nullptr;
-  if (!::OpenProcessToken(::GetCurrentProcess(), TOKEN_QUERY, &token)) {
-    error_ = descriptor_failure("OpenProcessToken", L"this process");
-    return;
-  }
-  DWORD size = 0;
-  ::GetTokenInformation(token, TokenUser, nullptr, 0, &size);
-  std::vector<char> user(size);
-  wchar_t* sid = nullptr;
-  const bool ok = ::GetTokenInformation(token, TokenUser, user.data(), size, &size) &&
-                  ::ConvertSidToStringSidW(reinterpret_cast<TOKEN_USER*>(user.data())->User.Sid, &sid);
-  const DWORD error = ::GetLastError();
-  ::CloseHandle(token);
-  if (!ok) {
-    error_ = descriptor_failure("GetTokenInformation(TokenUser)", L"this process", error);
-    return;
-  }
-  const std::wstring sddl = L"D:P(A;OICI;FA;;;" + std::wstring(sid) + L")(A;OICI;FA;;;SY)";
-  ::LocalFree(sid);
-  if (!::ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl.c_str(), SDDL_REVISION_1, &descriptor_, nullptr))
-    error_ = descriptor_failure("ConvertStringSecurityDescriptorToSecurityDescriptorW", sddl);
-  attributes_.lpSecurityDescriptor = descriptor_;
-}
-
-owner_only_security::~owner_only_security() {
-  if (descriptor_ != nullptr) ::LocalFree(descriptor_);
+result<SECURITY_ATTRIBUTES*> owner_only_attributes() {
+  static owner_only_security made;  // once, by whichever thread comes first
+  if (!made.error.empty()) return failure(error_kind::system_call_failed, made.error);
+  return &made.attributes;
 }
 
 }  // namespace psych::host

@@ -52,6 +52,11 @@ class unique_fd {
   int fd_ = -1;
 };
 
+/// system_call_failed: "<call>(<what>): <the system's words for error>".
+inline auto call_failed(std::string_view call, std::string_view what, int error = errno) {
+  return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, what, std::strerror(error)));
+}
+
 /// Two ends of a socketpair or a pipe, each owned.
 struct fd_pair {
   unique_fd first;   ///< a pipe's read end

@@ -8,16 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 
 namespace psych::host {
 namespace {
-
-auto call_failed(std::string_view call, std::string_view path, int error = errno) {
-  return failure(error_kind::system_call_failed, fmt::format("{}({}): {}", call, path, std::strerror(error)));
-}
 
 auto not_ours(std::string_view path, std::string_view why) {
   return failure(error_kind::blob_store_failed, fmt::format("{}: {}", path, why));

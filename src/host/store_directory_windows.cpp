@@ -3,7 +3,7 @@
 // its own handle, relative to the directory's (FileRenameInformation with a RootDirectory), and a file is
 // deleted through a handle of its own with POSIX semantics where the file system has them (its name
 // goes at once, while readers keep what they opened), else Windows' own (the name goes with the
-// last handle). Directories and files are made with owner_only_security's DACL.
+// last handle). Directories and files are made with owner_only_attributes().
 #include "store_directory.hpp"
 
 #include <windows.h>
@@ -77,8 +77,7 @@ result<void> store_file::touch() {
 }
 
 result<store_directory> store_directory::open_root(const std::string& path) {
-  owner_only_security security;
-  if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
+  PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
   const std::filesystem::path full{windows::widen(path)};
   std::filesystem::path prefix;
   for (const auto& part : full) {
@@ -86,7 +85,7 @@ result<store_directory> store_directory::open_root(const std::string& path) {
     if (prefix == full.root_path() || prefix == full.root_name()) continue;  // "C:", "C:\", "\\server\share"
     const DWORD attributes = ::GetFileAttributesW(prefix.c_str());
     if (attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) != 0) continue;
-    if (!::CreateDirectoryW(prefix.c_str(), security.get()) && ::GetLastError() != ERROR_ALREADY_EXISTS)
+    if (!::CreateDirectoryW(prefix.c_str(), owner_only) && ::GetLastError() != ERROR_ALREADY_EXISTS)
       return call_failed("CreateDirectoryW", windows::narrow(prefix.native()));
   }
   windows::unique_handle handle{::CreateFileW(full.c_str(), directory_access | SYNCHRONIZE,
@@ -102,10 +101,9 @@ result<std::optional<store_directory>> store_directory::directory(const std::str
   beneath_request request{.access = directory_access, .options = FILE_DIRECTORY_FILE};
   opened_beneath opened;
   if (create) {
-    owner_only_security security;
-    if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
+    PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
     request.disposition = FILE_CREATE;
-    request.security = security.get()->lpSecurityDescriptor;
+    request.security = owner_only->lpSecurityDescriptor;
     opened = open_beneath(handle_.get(), wide, request);
     if (opened.handle.valid()) {
       PSYCH_TRY(sync());
@@ -151,14 +149,13 @@ result<std::optional<store_file>> store_directory::open_file(const std::string& 
 
 result<std::optional<store_file>> store_directory::create_file(const std::string& name) const {
   const std::string path = joined(path_, name);
-  owner_only_security security;
-  if (!security.error().empty()) return failure(error_kind::system_call_failed, security.error());
+  PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
   // DELETE: the file is renamed into place, or removed, through this handle's own file.
   auto opened = open_beneath(handle_.get(), windows::widen(name),
                              {.access = FILE_GENERIC_WRITE | FILE_READ_ATTRIBUTES | DELETE,
                               .disposition = FILE_CREATE,
                               .options = FILE_NON_DIRECTORY_FILE,
-                              .security = security.get()->lpSecurityDescriptor});
+                              .security = owner_only->lpSecurityDescriptor});
   if (!opened.handle.valid()) {
     if (taken(opened.error())) return std::optional<store_file>{};
     return call_failed("NtCreateFile", path, opened.error());

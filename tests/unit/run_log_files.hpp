@@ -122,6 +122,13 @@ inline void check_corrupt(const std::string& path, const std::string& expected_d
 }
 
 
+/// Record `i` of the cases that kill a worker while it appends (test_run_log_posix.cpp, and
+/// tests/windows_host on Windows): large, so that a kill may well land inside a write.
+inline run_log_record large_record(std::size_t i) {
+  if (i % 2 == 0) return call_started{"c" + std::to_string(i / 2), "exec-1", std::string(20000, 't'), i};
+  return call_finished{"c" + std::to_string(i / 2), "ok", i, i, i, std::string(20000, 'v')};
+}
+
 inline unsigned long long from_environment(const char* name, unsigned long long otherwise) {
   const char* value = std::getenv(name);
   return value && *value ? std::stoull(value) : otherwise;

@@ -117,11 +117,7 @@ TEST_CASE("run log: a worker SIGKILLed mid-call leaves the call counted and UNKN
 TEST_CASE("run log: a worker SIGKILLed while appending loses nothing it reported durable") {
   const run_log_dir dir;
   const auto path = dir.file("run.log");
-  // Large records, so a kill may well land inside a write and leave a torn tail.
-  const auto record_number = [](std::size_t i) -> run_log_record {
-    if (i % 2 == 0) return call_started{"c" + std::to_string(i / 2), "exec-1", std::string(20000, 't'), i};
-    return call_finished{"c" + std::to_string(i / 2), "ok", i, i, i, std::string(20000, 'v')};
-  };
+  // Large records (large_record), so a kill may well land inside a write and leave a torn tail.
   std::size_t durable_before = 0;
   for (const std::size_t reported : {1u, 7u, 20u}) {
     CAPTURE(reported);
@@ -134,7 +130,7 @@ TEST_CASE("run log: a worker SIGKILLed while appending loses nothing it reported
       if (!log) ::_exit(1);
       const std::size_t first = log.value()->records().value().size();
       for (std::size_t i = first; i < first + 400; ++i) {  // bounded: the parent may be slow to kill
-        if (!log.value()->append(record_number(i))) ::_exit(1);
+        if (!log.value()->append(large_record(i))) ::_exit(1);
         const char durable = 'd';
         if (::write(progress[1], &durable, 1) != 1) ::_exit(1);
       }
@@ -153,7 +149,7 @@ TEST_CASE("run log: a worker SIGKILLed while appending loses nothing it reported
     CHECK(records.size() >= durable_before + reported);
     for (std::size_t i = 0; i < records.size(); ++i) {
       CAPTURE(i);
-      CHECK(records[i] == record_number(i));
+      CHECK(records[i] == large_record(i));
     }
     durable_before = records.size();
   }

@@ -34,7 +34,7 @@ inline bool under_wine() {
 int mcp_server_main();
 
 /// This process's account, as a SID string ("S-1-5-21-..."). Read here, not through
-/// owner_only_security: a check must not share the code it checks.
+/// owner_only_attributes(): a check must not share the code it checks.
 inline std::string own_sid() {
   HANDLE token = nullptr;
   if (!::OpenProcessToken(::GetCurrentProcess(), TOKEN_QUERY, &token)) return {};

@@ -34,6 +34,7 @@
 #include "parts.hpp"
 #include "psych/host/run_log.hpp"
 #include "random_hex.hpp"
+#include "run_log_files.hpp"  // tests/unit: large_record
 #include "skip.hpp"
 #include "temp_dir.hpp"
 #include "launchers/windows/text.hpp"
@@ -45,12 +46,6 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
 namespace {
-
-/// The run log case's records: large, so that a kill may well land inside a write.
-run_log_record record_number(std::size_t i) {
-  if (i % 2 == 0) return call_started{"c" + std::to_string(i / 2), "exec-1", std::string(20000, 't'), i};
-  return call_finished{"c" + std::to_string(i / 2), "ok", i, i, i, std::string(20000, 'v')};
-}
 
 // ---- the child's side -------------------------------------------------------
 
@@ -104,13 +99,13 @@ int child_main(int argc, wchar_t** argv) {
     ::Sleep(INFINITE);
   }
   if (action == L"append-run-log" && argc == 4) {
-    // Opens the log and goes on appending record_number(i) durably from where it ends, writing 'd'
+    // Opens the log and goes on appending large_record(i) durably from where it ends, writing 'd'
     // after each (at most 400: the host may be slow to end it), then sleeps.
     auto log = open_file_run_log(windows::narrow(argv[3]));
     if (!log) return 3;
     const std::size_t first = log.value()->records().value().size();
     for (std::size_t i = first; i < first + 400; ++i) {
-      if (!log.value()->append(record_number(i))) return 3;
+      if (!log.value()->append(psych::testing::large_record(i))) return 3;
       write_all(out, "d");
     }
     ::Sleep(INFINITE);
@@ -333,7 +328,7 @@ TEST_CASE("run log: a worker ended while appending releases the log and loses no
     CHECK(records.value().size() >= durable_before + reported);
     for (std::size_t i = 0; i < records.value().size(); ++i) {
       CAPTURE(i);
-      CHECK(records.value()[i] == record_number(i));
+      CHECK(records.value()[i] == psych::testing::large_record(i));
     }
     durable_before = records.value().size();
   }

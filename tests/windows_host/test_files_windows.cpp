@@ -85,7 +85,7 @@ TEST_CASE("an execution's directories: a workspace, a temp dir and a canary with
   const auto canary = read(windows::widen(dirs.canary));
   CHECK(canary.starts_with("psych canary "));
   CHECK(canary.size() == std::string("psych canary \n").size() + 32);
-  // Private to the worker's account: the DACL owner_only_security gives.
+  // Private to the worker's account: the DACL of owner_only_attributes().
   psych::testing::windows_host::check_private({dirs.base, dirs.workspace, dirs.tmp, dirs.canary_dir, dirs.canary});
 
   // What a program may leave: a tree deeper than MAX_PATH, a read-only file, a read-only directory.
