@@ -60,6 +60,8 @@ set(psych_host_windows_sources
   host/open_beneath_windows.cpp
   host/owner_only_security_windows.cpp
   host/json_rpc_streams_windows.cpp
+  # The container backend refused by name: it is POSIX by nature (above).
+  host/container_sandbox_windows.cpp
   # The Windows launcher's own UTF-16 conversions, error words, command lines, environment blocks
   # and inherited-handle lists.
   ../launchers/windows/text.cpp

@@ -1,22 +1,15 @@
 // psych run and psych describe, and what they share with psych serve.
 #include "commands.hpp"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 #include <iterator>
-#include <sstream>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "config.hpp"
+#include "files.hpp"
+#include "interrupt.hpp"
 #include "report.hpp"
 #include "psych/host/container_sandbox.hpp"
 #include "psych/host/mcp.hpp"
@@ -27,53 +20,8 @@ namespace psych::cli {
 namespace {
 
 result<std::string> read_program(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    if (std::cin.bad()) return failure(error_kind::unreadable_file, "standard input could not be read");
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
-  text << in.rdbuf();
-  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("{}: read error", path));
-  return text.str();
+  return path == "-" ? read_standard_input() : read_whole_file(path);
 }
-
-/// ^C and SIGTERM cancel the execution (the tree is killed and the result
-/// still printed) instead of killing psych and orphaning the sandbox. The
-/// signals are blocked in every thread and taken by one waiter; SIGUSR1 is
-/// how the waiter is told to finish.
-class signal_canceller {
- public:
-  signal_canceller() {
-    sigemptyset(&signals_);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&signals_, signal);
-    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-    // An ignored signal is discarded before sigwait could see it, and a shell starts
-    // background jobs with SIGINT ignored. nohup's ignored SIGHUP stays ignored.
-    for (int signal : {SIGINT, SIGTERM, SIGUSR1}) std::signal(signal, SIG_DFL);
-    waiter_ = std::thread([this] {
-      for (;;) {
-        int signal = 0;
-        if (sigwait(&signals_, &signal) != 0 || signal == SIGUSR1) return;
-        source_.request_stop();
-      }
-    });
-  }
-  ~signal_canceller() {
-    pthread_kill(waiter_.native_handle(), SIGUSR1);
-    waiter_.join();
-  }
-  signal_canceller(const signal_canceller&) = delete;
-  signal_canceller& operator=(const signal_canceller&) = delete;
-  std::stop_token token() const { return source_.get_token(); }
-
- private:
-  sigset_t signals_{};
-  std::stop_source source_;
-  std::thread waiter_;
-};
 
 /// The container backend, from the deployment's settings and the command line's image and runtime.
 container_sandbox_options container_options(const local_sandbox_options& local, const std::string& image,
@@ -175,7 +123,7 @@ int run(const run_command& given, const remote_opener& open_remote) {
   auto terms = std::get<execution_terms>(decision);
   terms.output = given.output;
   if (given.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
-  signal_canceller canceller;
+  interrupt_canceller canceller;
   const auto result = sandbox.value()->run(
       {.program = std::move(program).value(), .terms = terms,
        .filename = given.program_path == "-" ? "<stdin>" : given.program_path,

@@ -1,26 +1,19 @@
 #include "config.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
+#include "files.hpp"
 #include "psych/protocol/json.hpp"
 
 namespace psych::cli {
 
 result<local_sandbox_options> load_config(const std::string& path, local_sandbox_options base) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return failure(error_kind::unreadable_file, fmt::format("config {}: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("config {}: read error", path));
+  auto text = read_whole_file(path);
+  if (!text) return failure(error_kind::unreadable_file, "config " + text.error().detail);
 
   // A member the file names and psych does not know is an error: a misspelt limit, or one from an older
   // release, must not leave its dimension silently at the built-in ceiling.
-  auto parsed = protocol::decode_json_strict<sandbox_config>(text.str(), {.max_bytes = 1u << 20, .max_depth = 8});
+  auto parsed = protocol::decode_json_strict<sandbox_config>(text.value(), {.max_bytes = 1u << 20, .max_depth = 8});
   if (!parsed) {
     auto e = parsed.error();
     e.detail = fmt::format("config {}: {}", path, e.detail);

@@ -1,5 +1,14 @@
 // psych: run a model-written program in the local sandbox, or describe it. The same main() is
 // psych's and psych-remote's; what differs is run_remote (remote_commands.hpp).
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+
+#include "launchers/windows/text.hpp"  // narrow
+#endif
+
+#include <cstdio>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -10,7 +19,9 @@
 #include "commands.hpp"
 #include "remote_commands.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int psych_main(int argc, char** argv) {
   using namespace psych::cli;
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   const auto parsed = parse(args);
@@ -24,3 +35,24 @@ int main(int argc, char** argv) {
   if (const auto* run_it = std::get_if<run_command>(&chosen)) return run(*run_it, {});
   return describe(std::get<describe_command>(chosen), {});  // serve needs_remote
 }
+
+}  // namespace
+
+#ifdef _WIN32
+// The arguments as Windows has them (UTF-16), made UTF-8 as everything psych handles is; a
+// narrow main() would get them in the ANSI code page, losing what it cannot spell. The standard
+// streams carry bytes as on POSIX: a program read from stdin arrives as written, and --json is
+// the same text everywhere (a console still shows Unicode: fmt writes to it with WriteConsoleW).
+int wmain(int argc, wchar_t** wide_argv) {
+  for (int stream : {0, 1, 2}) ::_setmode(stream, _O_BINARY);
+  std::vector<std::string> utf8;
+  utf8.reserve(static_cast<std::size_t>(argc));
+  for (int i = 0; i < argc; ++i) utf8.push_back(psych::windows::narrow(wide_argv[i]));
+  std::vector<char*> argv;
+  for (auto& arg : utf8) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return psych_main(argc, argv.data());
+}
+#else
+int main(int argc, char** argv) { return psych_main(argc, argv); }
+#endif

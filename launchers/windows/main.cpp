@@ -47,10 +47,15 @@ static_assert(launcher::bootstrap_loader.size() < 16384, "the Windows loader mus
 
 /// What the child is started with: the program's side of docs/contract.md, "Channels on Windows".
 /// The interpreter runs isolated (-I: no user site, no PYTHON* variables, no script directory on
-/// sys.path) and without site (-S), and loads the bootstrap from the handover pipe (-c).
+/// sys.path), without site (-S) and in UTF-8 mode (-X utf8: its pipes and open()'s default are
+/// UTF-8, as C.UTF-8 makes them on POSIX; Windows would otherwise take the ANSI code page, which
+/// cannot spell most of what a program prints and fails its print), and loads the bootstrap from
+/// the handover pipe (-c).
 std::vector<std::string> child_arguments(const protocol::launch_frame& launch, HANDLE handover) {
   return {"-I",
           "-S",
+          "-X",
+          "utf8",
           "-c",
           std::string(launcher::bootstrap_loader),
           launch.token,

@@ -18,8 +18,8 @@ namespace psych::host {
 /// the one beside the running executable. An error names every path tried.
 result<std::string> find_launcher(const std::optional<std::string>& explicit_path);
 
-/// The allowlisted host variables plus what psych sets itself (PATH, PYTHONDONTWRITEBYTECODE,
-/// LC_CTYPE); nothing else of this process's environment.
+/// The allowlisted host variables plus what psych sets itself (PATH, PYTHONDONTWRITEBYTECODE, and
+/// LC_CTYPE on POSIX, SystemRoot on Windows); nothing else of this process's environment.
 std::map<std::string, std::string> child_environment(const std::vector<std::string>& allowlist);
 
 /// One line per mechanism the launcher (and its starter) applied.

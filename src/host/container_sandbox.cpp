@@ -4,10 +4,7 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <filesystem>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -127,34 +124,6 @@ class container_backend final : public sandbox {
 };
 
 }  // namespace
-
-std::optional<std::string> widening_run_argument(const std::vector<std::string>& args) {
-  // An allowlist, not a list of what is dangerous: a runtime has too many ways to widen a
-  // container (--privileged, --pod, --rootfs, --preserve-fds, --cgroups=disabled, --group-add, …),
-  // and gains more with each release. These only name, label or narrow it. Each takes a value,
-  // as NAME=VALUE or as the next argument; a bare word would be taken for the image.
-  static constexpr std::array<std::string_view, 14> narrowing_flags = {
-      "--hostname", "--annotation", "--label", "--cpus", "--cpu-shares", "--cpu-period", "--cpu-quota",
-      "--cpuset-cpus", "--cpuset-mems", "--blkio-weight", "--memory-reservation", "--shm-size", "--stop-timeout",
-      "--tz"};
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const auto equals = arg.find('=');
-    const std::string_view flag = std::string_view(arg).substr(0, equals);
-    if (std::find(narrowing_flags.begin(), narrowing_flags.end(), flag) == narrowing_flags.end()) {
-      if (arg.starts_with("--env") || arg == "-e")
-        return fmt::format("extra_run_args may not contain {:?}: the child's environment is built from "
-                           "env_allowlist only",
-                           arg);
-      return fmt::format("extra_run_args may not contain {:?}: only flags that name, label or narrow the "
-                         "container are accepted, never one that could undo or widen what psych sets "
-                         "(docs/container-backend.md)",
-                         arg);
-    }
-    if (equals == std::string::npos) ++i;  // its value, which is not a flag of its own
-  }
-  return std::nullopt;
-}
 
 container_runtime_report detect_container_runtime(const container_sandbox_options& options) {
   container_runtime_report report;

@@ -2,6 +2,8 @@
 // choice among them.
 #ifdef _WIN32
 #include <windows.h>  // GetModuleFileNameW
+
+#include "launchers/windows/text.hpp"  // widen, narrow
 #else
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,7 +136,10 @@ class launcher_sandbox final : public sandbox {
     }
     const auto& r = outcome.result;
     if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));
-    d.problems.insert(d.problems.end(), r.problems.begin(), r.problems.end());
+    // A refusal's message already names the grade's shortfalls, which the result also lists one
+    // by one: each is said once.
+    for (const auto& problem : r.problems)
+      if (!r.failure || r.failure->message.find(problem) == std::string::npos) d.problems.push_back(problem);
     d.guarantees = r.guarantees;
     if (outcome.mechanisms) d.mechanisms = host::mechanism_names(*outcome.mechanisms);
     if (pool_) describe_pool(d);
@@ -466,13 +471,35 @@ result<std::string> find_launcher(const std::optional<std::string>& explicit_pat
 }
 
 std::map<std::string, std::string> child_environment(const std::vector<std::string>& allowlist) {
-  // Built from nothing: the allowlist plus what psych sets itself. LC_CTYPE is
-  // set so that the interpreter does not coerce a C locale by adding it.
+  // Built from nothing: the allowlist plus what psych sets itself.
+#ifdef _WIN32
+  // The launcher adds nothing, and CPython cannot seed its hash or start Winsock (the channel)
+  // without SystemRoot (docs/windows-launcher.md): it is the host's, and PATH is the system's own
+  // directories, as /usr/bin:/bin is on POSIX. Values are read as UTF-16 and sent as UTF-8, never
+  // through the ANSI code page.
+  const auto host_value = [](const std::string& name) -> std::optional<std::string> {
+    const wchar_t* value = ::_wgetenv(windows::widen(name).c_str());
+    if (!value) return std::nullopt;
+    return windows::narrow(value);
+  };
+  std::map<std::string, std::string> env{{"PYTHONDONTWRITEBYTECODE", "1"}};
+  if (const auto root = host_value("SystemRoot"); root && !root->empty()) {
+    env.emplace("SystemRoot", *root);
+    env.emplace("PATH", fmt::format("{0}\\System32;{0}", *root));
+  }
+#else
+  // LC_CTYPE is set so that the interpreter does not coerce a C locale by adding it.
+  const auto host_value = [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
   std::map<std::string, std::string> env{{"PATH", "/usr/local/bin:/usr/bin:/bin"},
                                          {"PYTHONDONTWRITEBYTECODE", "1"},
                                          {"LC_CTYPE", "C.UTF-8"}};
+#endif
   for (const auto& name : allowlist)
-    if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
+    if (auto value = host_value(name)) env.emplace(name, std::move(*value));
   return env;
 }
 

@@ -185,6 +185,7 @@ void skip_case(allowed_in_ci kind, std::string_view reason, std::source_location
       case allowed_in_ci::no_windows_cpython_under_wine: note = " [allowed in CI: no Windows CPython under Wine]"; break;
       case allowed_in_ci::no_symbolic_links_under_wine: note = " [allowed in CI: no symbolic links under Wine]"; break;
       case allowed_in_ci::no_dacls_under_wine: note = " [allowed in CI: no DACLs under Wine]"; break;
+      case allowed_in_ci::no_job_limits_under_wine: note = " [allowed in CI: no job limits under Wine]"; break;
     }
   }
   record_skip(reason, where, note);

@@ -33,6 +33,10 @@ enum class allowed_in_ci {
   /// file's Unix mode, the same whatever was asked, so whether psych made it private to the account
   /// cannot be seen. Only under Wine: on Windows itself a DACL that is not the owner-only one fails.
   no_dacls_under_wine,
+  /// Wine (8.0) keeps no Job Object limits, so every run at PROCESS through the Windows launcher is
+  /// refused before its program starts (the refusal itself is checked), and a case about a program
+  /// that is running has none to meet. Only under Wine: on Windows itself such a case runs.
+  no_job_limits_under_wine,
 };
 
 /// The exit status of a test binary in which every case that ran was skipped.

@@ -94,10 +94,11 @@ int run(int argc, wchar_t** argv) {
     return 0;
   }
   // Started as CPython is: the interpreter's options and the loader, then the bootstrap's arguments.
-  if (argc != 11 || std::wstring_view(argv[1]) != L"-I" || std::wstring_view(argv[2]) != L"-S" ||
-      std::wstring_view(argv[3]) != L"-c" || std::wstring_view(argv[4]).empty())
-    return complain("expected: -I -S -c LOADER TOKEN HANDOVER CANARY IPV4_PORT IPV6_PORT WORKSPACE");
-  argv += 4;
+  if (argc != 13 || std::wstring_view(argv[1]) != L"-I" || std::wstring_view(argv[2]) != L"-S" ||
+      std::wstring_view(argv[3]) != L"-X" || std::wstring_view(argv[4]) != L"utf8" ||
+      std::wstring_view(argv[5]) != L"-c" || std::wstring_view(argv[6]).empty())
+    return complain("expected: -I -S -X utf8 -c LOADER TOKEN HANDOVER CANARY IPV4_PORT IPV6_PORT WORKSPACE");
+  argv += 6;
   WSADATA winsock{};
   if (::WSAStartup(MAKEWORD(2, 2), &winsock) != 0) return complain("WSAStartup failed");
   const auto channel = receive_channel(reinterpret_cast<HANDLE>(static_cast<std::uintptr_t>(std::wcstoull(argv[2], nullptr, 10))));

@@ -1,0 +1,46 @@
+#include "files.hpp"
+
+#ifdef _WIN32
+#include "launchers/windows/text.hpp"  // widen
+#endif
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace psych::cli {
+namespace {
+
+std::filesystem::path native_path(const std::string& utf8) {
+#ifdef _WIN32
+  return std::filesystem::path(windows::widen(utf8));
+#else
+  return utf8;
+#endif
+}
+
+}  // namespace
+
+result<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(native_path(path), std::ios::binary);
+  if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("{}: read error", path));
+  return text.str();
+}
+
+result<std::string> read_standard_input() {
+  // On Windows main() has put standard input in binary mode: the program's bytes as they are.
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  if (std::cin.bad()) return failure(error_kind::unreadable_file, "standard input could not be read");
+  return text.str();
+}
+
+}  // namespace psych::cli
