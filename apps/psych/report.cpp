@@ -79,8 +79,9 @@ std::string description_report(const description& d, const std::vector<backend_i
   for (const auto& b : backends)
     fmt::format_to(to, "  {:<18} {:<9} {:<13} {}\n", safe(b.name), name_of(b.isolation),
                    b.available ? "available" : "unavailable", safe(b.reason));
+  // A probe that was refused reached no level, whatever the description's default says.
   fmt::format_to(to, "\nchosen: {}   ready: {}   isolation reached: {}\n", d.backend.empty() ? "none" : safe(d.backend),
-                 d.ready ? "yes" : "no", name_of(d.isolation));
+                 d.ready ? "yes" : "no", d.ready ? name_of(d.isolation) : "none");
   if (!d.interpreter.empty())
     fmt::format_to(to, "interpreter: {}\nlauncher: {}\n", safe(d.interpreter), safe(d.launcher));
   const auto& c = d.limit_ceiling;

@@ -629,7 +629,9 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
     if (probed.ready && probed.isolation >= options.isolation) return std::move(built).value();
     std::string problems;
     for (const auto& problem : probed.problems) problems.append(problems.empty() ? "" : "; ").append(problem);
-    why.append(fmt::format("; {}: not ready ({} reached): {}", found.info.name, name_of(probed.isolation),
+    // Only a ready probe reached a level; a refused one reached none.
+    why.append(fmt::format("; {}: not ready{}: {}", found.info.name,
+                           probed.ready ? fmt::format(" ({} reached)", name_of(probed.isolation)) : "",
                            problems.empty() ? "the probe reported nothing" : problems));
   }
   return failure(error_kind::sandbox_setup, why);
