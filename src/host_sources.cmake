@@ -6,6 +6,7 @@
 set(psych_host_sources
   host/interpreter.cpp
   host/random_hex.cpp
+  host/host_environment.cpp
   host/run_command.cpp
   host/local_sandbox.cpp
   host/launcher_process.cpp

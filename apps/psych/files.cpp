@@ -1,9 +1,5 @@
 #include "files.hpp"
 
-#ifdef _WIN32
-#include "launchers/windows/text.hpp"  // widen
-#endif
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,21 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "utf8_path.hpp"
+
 namespace psych::cli {
-namespace {
-
-std::filesystem::path native_path(const std::string& utf8) {
-#ifdef _WIN32
-  return std::filesystem::path(windows::widen(utf8));
-#else
-  return utf8;
-#endif
-}
-
-}  // namespace
 
 result<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(native_path(path), std::ios::binary);
+  std::ifstream in(host::utf8_path(path), std::ios::binary);
   if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();

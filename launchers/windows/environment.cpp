@@ -22,6 +22,8 @@ std::wstring upper(std::wstring text) {
 
 }  // namespace
 
+bool same_variable_name(const std::string& a, const std::string& b) { return upper(widen(a)) == upper(widen(b)); }
+
 setup_result<std::wstring> build_environment_block(const std::map<std::string, std::string>& variables) {
   std::vector<std::pair<std::wstring, std::wstring>> entries;  // {upper-case name, "NAME=value"}
   for (const auto& [name, value] : variables) {

@@ -15,4 +15,8 @@ namespace psych::windows {
 /// NUL in a value.
 setup_result<std::wstring> build_environment_block(const std::map<std::string, std::string>& variables);
 
+/// Whether two names are one variable on Windows: equal as upper-case UTF-16, as the block's
+/// builder compares them.
+bool same_variable_name(const std::string& a, const std::string& b);
+
 }  // namespace psych::windows

@@ -13,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "host_environment.hpp"
+#include "utf8_path.hpp"
+
 namespace psych::host {
 namespace {
 
@@ -111,8 +114,8 @@ std::optional<std::string> unreachable_interpreter([[maybe_unused]] const std::s
 result<interpreter_choice> resolve_interpreter(const std::optional<std::string>& requested,
                                                const std::optional<accessor>& child) {
   if (requested) {
-    const auto path = resolved_path(*requested);
-    switch (classify(path)) {
+    const auto path = resolved_path(utf8_path(*requested));
+    switch (classify(utf8_path(path))) {
       case file_kind::binary: break;
       case file_kind::missing:
         return failure(error_kind::interpreter_unavailable, fmt::format("python_bin {} does not exist", *requested));
@@ -157,15 +160,15 @@ result<interpreter_choice> resolve_interpreter(const std::optional<std::string>&
     choice.path = path;
     return true;
   };
-  const char* path_env = std::getenv("PATH");
-  std::string_view dirs = path_env ? path_env : default_search_path;
+  const auto path_env = environment_value("PATH");
+  std::string_view dirs = path_env ? std::string_view(*path_env) : default_search_path;
   while (!dirs.empty()) {
     const auto separator = dirs.find(path_separator);
     const auto dir = dirs.substr(0, separator);
     dirs = separator == std::string_view::npos ? std::string_view{} : dirs.substr(separator + 1);
     if (dir.empty()) continue;
     for (const char* name : interpreter_names)
-      if (usable(fs::path(dir) / name)) return choice;
+      if (usable(utf8_path(dir) / name)) return choice;
   }
   for (const char* fallback : system_interpreters)
     if (usable(fallback)) return choice;

@@ -3,7 +3,7 @@
 #ifdef _WIN32
 #include <windows.h>  // GetModuleFileNameW
 
-#include "launchers/windows/text.hpp"  // widen, narrow
+#include "launchers/windows/environment.hpp"  // same_variable_name
 #else
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +31,8 @@
 #include <fmt/ranges.h>
 
 #include "backend_support.hpp"
+#include "host_environment.hpp"
+#include "utf8_path.hpp"
 #include "interpreter.hpp"
 #include "platform_backends.hpp"
 #include "prepared_pool.hpp"
@@ -438,7 +440,7 @@ namespace {
 /// execute bit, any regular file (CreateProcessW decides by its format).
 bool launcher_runnable(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  if (!std::filesystem::is_regular_file(utf8_path(path), ec)) return false;
 #ifdef _WIN32
   return true;
 #else
@@ -453,7 +455,7 @@ result<std::string> find_launcher(const std::optional<std::string>& explicit_pat
   // launcher would run something the deployment did not name.
   std::vector<std::string> candidates;
   if (explicit_path) candidates.push_back(*explicit_path);
-  else if (const char* env = std::getenv("PSYCH_LAUNCHER"); env && *env) candidates.emplace_back(env);
+  else if (auto env = environment_value("PSYCH_LAUNCHER"); env && !env->empty()) candidates.push_back(std::move(*env));
   else {
     if (const char* packaged = package_launcher.load(); packaged && *packaged) candidates.emplace_back(packaged);
     for (auto& beside : launchers_beside_executable()) candidates.push_back(std::move(beside));
@@ -475,31 +477,28 @@ std::map<std::string, std::string> child_environment(const std::vector<std::stri
 #ifdef _WIN32
   // The launcher adds nothing, and CPython cannot seed its hash or start Winsock (the channel)
   // without SystemRoot (docs/windows-launcher.md): it is the host's, and PATH is the system's own
-  // directories, as /usr/bin:/bin is on POSIX. Values are read as UTF-16 and sent as UTF-8, never
-  // through the ANSI code page.
-  const auto host_value = [](const std::string& name) -> std::optional<std::string> {
-    const wchar_t* value = ::_wgetenv(windows::widen(name).c_str());
-    if (!value) return std::nullopt;
-    return windows::narrow(value);
-  };
+  // directories, as /usr/bin:/bin is on POSIX.
   std::map<std::string, std::string> env{{"PYTHONDONTWRITEBYTECODE", "1"}};
-  if (const auto root = host_value("SystemRoot"); root && !root->empty()) {
+  if (const auto root = environment_value("SystemRoot"); root && !root->empty()) {
     env.emplace("SystemRoot", *root);
     env.emplace("PATH", fmt::format("{0}\\System32;{0}", *root));
   }
 #else
   // LC_CTYPE is set so that the interpreter does not coerce a C locale by adding it.
-  const auto host_value = [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (!value) return std::nullopt;
-    return std::string(value);
-  };
   std::map<std::string, std::string> env{{"PATH", "/usr/local/bin:/usr/bin:/bin"},
                                          {"PYTHONDONTWRITEBYTECODE", "1"},
                                          {"LC_CTYPE", "C.UTF-8"}};
 #endif
-  for (const auto& name : allowlist)
-    if (auto value = host_value(name)) env.emplace(name, std::move(*value));
+  for (const auto& name : allowlist) {
+#ifdef _WIN32
+    // Path and PATH are one variable on Windows: a name already set, by psych or by the allowlist
+    // in another case, is not added again (the launcher would refuse the pair), as emplace keeps
+    // psych's own on POSIX.
+    if (std::any_of(env.begin(), env.end(), [&](const auto& set) { return windows::same_variable_name(set.first, name); }))
+      continue;
+#endif
+    if (auto value = environment_value(name)) env.emplace(name, std::move(*value));
+  }
   return env;
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "child_process.hpp"
+#include "host_environment.hpp"
 #include "json_rpc_peer.hpp"
 #include "os_handle.hpp"
 #include "psych/json_text.hpp"
@@ -126,7 +127,7 @@ mcp_result<host::os_handle_pair> server_pipe(result<host::os_handle_pair> made) 
 std::vector<std::string> server_environment(const mcp_server_config& config) {
   std::map<std::string, std::string> variables;
   for (const char* name : inherited_variables)
-    if (const char* value = std::getenv(name)) variables[name] = value;
+    if (auto value = host::environment_value(name)) variables[name] = std::move(*value);
   for (const auto& [name, value] : config.environment) variables[name] = value;
   std::vector<std::string> environment;
   for (const auto& [name, value] : variables) environment.push_back(name + "=" + value);

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -31,6 +32,7 @@
 #include <boost/asio/windows/object_handle.hpp>
 #include <boost/asio/windows/stream_handle.hpp>
 
+#include "backend_support.hpp"  // child_environment
 #include "child_process.hpp"
 #include "child_streams.hpp"
 #include "os_handle.hpp"
@@ -40,6 +42,7 @@
 #include "run_log_files.hpp"  // tests/unit: large_record
 #include "skip.hpp"
 #include "temp_dir.hpp"
+#include "launchers/windows/environment.hpp"
 #include "launchers/windows/text.hpp"
 
 using namespace psych;
@@ -258,6 +261,25 @@ TEST_CASE("a child's environment is exactly the list it is given") {
       return v.starts_with("WINE") || v.starts_with("SystemDrive=") || v.starts_with("SystemRoot=");
     });
   CHECK(variables == std::vector<std::string>{"PSYCH_ONE=1", "PSYCH_TWO=two words"});
+}
+
+TEST_CASE("the child's environment on Windows: SystemRoot and the system's PATH, the allowlist, one name per variable") {
+  ::SetEnvironmentVariableW(L"PSYCH_CASE_VALUE", L"caf\u00e9 \u4e2d");  // beyond the ANSI code page
+  const auto env = host::child_environment({"Path", "systemroot", "PSYCH_CASE_VALUE", "psych_case_value", "PSYCH_UNSET"});
+  ::SetEnvironmentVariableW(L"PSYCH_CASE_VALUE", nullptr);
+  std::wstring root(MAX_PATH, L'\0');
+  root.resize(::GetEnvironmentVariableW(L"SystemRoot", root.data(), static_cast<DWORD>(root.size())));
+  REQUIRE_FALSE(root.empty());
+  const auto system_root = windows::narrow(root);
+  std::string shown;
+  for (const auto& [name, value] : env) shown += name + "=" + value + "\n";
+  INFO("the environment:\n" << shown);
+  CHECK(env == std::map<std::string, std::string>{{"PATH", system_root + "\\System32;" + system_root},
+                                                  {"PSYCH_CASE_VALUE", "caf\xc3\xa9 \xe4\xb8\xad"},
+                                                  {"PYTHONDONTWRITEBYTECODE", "1"},
+                                                  {"SystemRoot", system_root}});
+  // What the launcher's block builder takes: no two names that are one variable.
+  CHECK(windows::build_environment_block(env));
 }
 
 TEST_CASE("an environment Windows would read otherwise than the host meant is refused, naming it") {

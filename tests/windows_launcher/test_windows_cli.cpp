@@ -74,7 +74,8 @@ std::string utf8_of(const fs::path& path) { return windows::narrow(path.native()
 /// address alone.
 class psych_process {
  public:
-  psych_process(const scratch_dir& dir, const std::vector<std::string>& arguments, bool new_group = false)
+  psych_process(const scratch_dir& dir, const std::vector<std::string>& arguments, bool new_group = false,
+                const fs::path& exe = psych_exe())
       : out_(dir.path / "stdout.txt"), err_(dir.path / "stderr.txt") {
     SECURITY_ATTRIBUTES inheritable{.nLength = sizeof(SECURITY_ATTRIBUTES), .lpSecurityDescriptor = nullptr,
                                     .bInheritHandle = TRUE};
@@ -94,9 +95,9 @@ class psych_process {
     startup.hStdInput = in;
     startup.hStdOutput = out;
     startup.hStdError = err;
-    auto line = windows::command_line(utf8_of(psych_exe()), arguments);
+    auto line = windows::command_line(utf8_of(exe), arguments);
     PROCESS_INFORMATION created{};
-    const BOOL ok = ::CreateProcessW(psych_exe().c_str(), line.data(), nullptr, nullptr, TRUE,
+    const BOOL ok = ::CreateProcessW(exe.c_str(), line.data(), nullptr, nullptr, TRUE,
                                      new_group ? CREATE_NEW_PROCESS_GROUP : 0, nullptr, nullptr, &startup, &created);
     const DWORD error = ::GetLastError();
     for (HANDLE handle : {in, out, err}) ::CloseHandle(handle);
@@ -216,6 +217,34 @@ TEST_CASE("psych.exe run: the program through the launcher, named by a path outs
   CHECK(json.out.ends_with("}\n"));
   CHECK_FALSE(has(json.out, "\r"));
   CHECK(has(json.out, os::under_wine() ? "\"isolation_unavailable\"" : "hello through psych.exe"));
+}
+
+TEST_CASE("psych.exe installed in a directory named beyond ASCII finds its launcher and an interpreter on PATH there") {
+  if (!psych_can_run()) return;
+  scratch_dir dir;
+  // C:\Users\Jürgen\… is where a per-user install lands: here Greek and CJK as well.
+  const auto installed = dir.path / L"J\u00fcrgen \u03b1\u4e2d";
+  fs::create_directories(installed);
+  fs::copy_file(psych_exe(), installed / "psych.exe");
+  fs::copy_file(psych_exe().parent_path() / "psych-launch-windows.exe", installed / "psych-launch-windows.exe");
+  // The test child as python.exe: found by the PATH search, not named by the config.
+  fs::copy_file(os::test_child(), installed / "python.exe");
+  const auto config = dir.write(L"psych.json", "{\"allow_same_uid\": true}");
+
+  std::wstring saved(32768, L'\0');
+  saved.resize(::GetEnvironmentVariableW(L"PATH", saved.data(), static_cast<DWORD>(saved.size())));
+  ::SetEnvironmentVariableW(L"PATH", (installed.native() + L";" + saved).c_str());
+  finished r;
+  {
+    psych_process process(dir, {"describe", "--config", utf8_of(config)}, false, installed / "psych.exe");
+    const auto status = process.wait(120s);
+    ::SetEnvironmentVariableW(L"PATH", saved.c_str());
+    REQUIRE(status);
+    r = {*status, process.out(), process.err()};
+  }
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(has(r.out, "windows-process    process   available     " + utf8_of(installed / "psych-launch-windows.exe") +
+                       " runs " + utf8_of(installed / "python.exe")));
 }
 
 TEST_CASE("psych.exe run: what Windows does not have is refused by name, and a missing file is named") {
