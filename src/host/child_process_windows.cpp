@@ -6,6 +6,7 @@
 // for on POSIX. The job does not kill on close: a released child (the launcher, which the session
 // reaps) outlives the job's handle.
 #include "child_process.hpp"
+#include "host_environment.hpp"
 
 #include <windows.h>
 
@@ -66,10 +67,9 @@ bool has_directory(const std::string& program) { return program.find_first_of("\
 /// `name` on the host's PATH, as a shell finds it: each directory in order, the name as given and
 /// with ".exe". Unlike CreateProcessW's own search, never the current directory or the host's.
 std::optional<std::wstring> search_path(const std::string& name) {
-  const DWORD size = ::GetEnvironmentVariableW(L"PATH", nullptr, 0);
-  if (size == 0) return std::nullopt;
-  std::wstring path(size, L'\0');
-  path.resize(::GetEnvironmentVariableW(L"PATH", path.data(), size));
+  const auto path_variable = environment_value("PATH");
+  if (!path_variable || path_variable->empty()) return std::nullopt;
+  const std::wstring path = windows::widen(*path_variable);
   const std::wstring wide_name = windows::widen(name);
   std::vector<std::wstring> candidates{wide_name};
   if (name.find('.') == std::string::npos) candidates.push_back(wide_name + L".exe");

@@ -21,6 +21,7 @@
 #include "file_io_windows.hpp"
 #include "launchers/windows/text.hpp"  // widen, narrow
 #include "owner_only_security.hpp"
+#include "utf8_path.hpp"
 
 namespace psych::host {
 namespace {
@@ -77,7 +78,7 @@ result<void> durable_file::sync_all() {
 }
 
 result<void> durable_file::sync_directory() const {
-  std::filesystem::path dir = std::filesystem::path{windows::widen(path_)}.parent_path();
+  std::filesystem::path dir = utf8_path(path_).parent_path();
   if (dir.empty()) dir = L".";
   const windows::unique_handle handle{::CreateFileW(dir.c_str(), GENERIC_WRITE,
                                                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,

@@ -20,6 +20,7 @@
 #include "os_handle.hpp"
 #include "owner_only_security.hpp"
 #include "random_hex.hpp"
+#include "utf8_path.hpp"
 
 namespace psych::host {
 namespace {
@@ -106,7 +107,7 @@ result<execution_dirs> make_execution_dirs(const std::string& temp_root) {
   // Absolute: removal prefixes the paths with \\?\, which takes no relative path. Empty: the
   // account's temporary directory (psych/host/sandbox.hpp, default_temp_root).
   std::error_code ec;
-  const fs::path named = temp_root.empty() ? fs::temp_directory_path(ec) : fs::path(windows::widen(temp_root));
+  const fs::path named = temp_root.empty() ? fs::temp_directory_path(ec) : utf8_path(temp_root);
   if (ec) return failure(error_kind::system_call_failed, fmt::format("the temporary directory: {}", ec.message()));
   // Without a trailing separator ("C:\\Temp\\" is GetTempPath's), so that what is joined below has
   // no doubled one, which a \\?\ path does not forgive; a drive's root keeps its own.

@@ -19,6 +19,7 @@
 #include "launchers/windows/text.hpp"  // widen, narrow
 #include "open_beneath_windows.hpp"
 #include "owner_only_security.hpp"
+#include "utf8_path.hpp"
 
 namespace psych::host {
 namespace {
@@ -78,7 +79,7 @@ result<void> store_file::touch() {
 
 result<store_directory> store_directory::open_root(const std::string& path) {
   PSYCH_TRY(SECURITY_ATTRIBUTES* const owner_only, owner_only_attributes());
-  const std::filesystem::path full{windows::widen(path)};
+  const std::filesystem::path full = utf8_path(path);
   std::filesystem::path prefix;
   for (const auto& part : full) {
     prefix /= part;

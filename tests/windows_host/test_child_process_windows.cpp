@@ -335,6 +335,36 @@ TEST_CASE("ending a child ends its job: what it started goes with it") {
   CHECK(child.value().pidfd() == host::no_os_handle);
 }
 
+/// A run log's worker (this binary as `--child ACTION path`) and the read end of its stdout, where it
+/// says what it made durable.
+struct log_worker {
+  host::child_process process;
+  host::unique_os_handle says;
+};
+
+log_worker start_log_worker(const char* action, const std::string& path) {
+  auto out = host::output_pipe();
+  REQUIRE(out);
+  auto child = host::child_process::spawn({.argv = {own_path(), "--child", action, path},
+                                           .descriptors = {host::no_os_handle, out.value().second.get()}});
+  REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
+  return {std::move(child).value(), std::move(out.value().first)};
+}
+
+/// The log reopened once its holder was ended. Windows releases a dead holder's lock "depending
+/// upon available system resources": a refusal as held is retried for 5 s, any other error is not.
+std::unique_ptr<run_log> reopened_after_kill(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  auto log = open_file_run_log(path);
+  while (!log && log.error().detail.find("held by another process") != std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+    log = open_file_run_log(path);
+  }
+  REQUIRE_MESSAGE(log, (log ? "" : log.error().message()));
+  return std::move(log).value();
+}
+
 // The Windows side of test_run_log_posix.cpp's "a worker SIGKILLed while appending loses nothing it
 // reported durable": the worker's job is ended (TerminateJobObject) after it has said so of 1, 7 and
 // 20 more records, and the log must then open, from a lock Windows released, with every one of them.
@@ -344,30 +374,17 @@ TEST_CASE("run log: a worker ended while appending releases the log and loses no
   std::size_t durable_before = 0;
   for (const std::size_t reported : {1u, 7u, 20u}) {
     CAPTURE(reported);
-    auto out = host::output_pipe();
-    REQUIRE(out);
-    auto child = host::child_process::spawn({.argv = {own_path(), "--child", "append-run-log", path},
-                                             .descriptors = {host::no_os_handle, out.value().second.get()}});
-    REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
-    out.value().second.reset();
+    auto worker = start_log_worker("append-run-log", path);
     std::size_t seen = 0;
-    while (seen < reported && read_bytes(out.value().first.get(), 1) == "d") ++seen;
-    REQUIRE_MESSAGE(seen == reported, "the worker stopped: " << child.value().status_text(5s));
+    while (seen < reported && read_bytes(worker.says.get(), 1) == "d") ++seen;
+    REQUIRE_MESSAGE(seen == reported, "the worker stopped: " << worker.process.status_text(5s));
     const auto held = open_file_run_log(path);
     REQUIRE_FALSE(held);
     CHECK(held.error().detail == "LockFileEx(" + path + "): run log is held by another process");
-    child.value().signal_group(host::ending::kill);
-    CHECK(reap_surely(child.value()).code == 1);
+    worker.process.signal_group(host::ending::kill);
+    CHECK(reap_surely(worker.process).code == 1);
 
-    // Windows releases a dead holder's lock "depending upon available system resources": a moment.
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    auto log = open_file_run_log(path);
-    while (!log && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-      log = open_file_run_log(path);
-    }
-    REQUIRE_MESSAGE(log, (log ? "" : log.error().message()));
-    auto records = log.value()->records();
+    auto records = reopened_after_kill(path)->records();
     REQUIRE(records);
     CHECK(records.value().size() >= durable_before + reported);
     for (std::size_t i = 0; i < records.value().size(); ++i) {
@@ -403,39 +420,27 @@ TEST_CASE("run log: a worker ended at random points loses nothing it reported du
   std::size_t kept = 0, kills_among_appends = 0, torn_tails = 0;
   for (unsigned long long run = 0; run < runs; ++run) {
     CAPTURE(run);
-    auto out = host::output_pipe();
-    REQUIRE(out);
-    auto child = host::child_process::spawn({.argv = {own_path(), "--child", "append-run-log-mixed", path},
-                                             .descriptors = {host::no_os_handle, out.value().second.get()}});
-    REQUIRE_MESSAGE(child, (child ? "" : child.error().message()));
-    out.value().second.reset();
+    auto worker = start_log_worker("append-run-log-mixed", path);
     const bool after_open = among_the_appends(random);
     const int delay_us = after_open ? kill_after_open_us(random) : kill_from_start_us(random);
     CAPTURE(after_open);
     CAPTURE(delay_us);
-    const HANDLE said = out.value().first.get();
-    std::string first_line;
-    if (after_open) first_line = read_bytes(said, 32);  // "open", or "" if it died first
+    std::vector<std::string> said;
+    if (after_open) said.push_back(read_bytes(worker.says.get(), 32));  // "open", or "" if it died first
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-    child.value().signal_group(host::ending::kill);
-    const auto ended = reap_surely(child.value());
+    worker.process.signal_group(host::ending::kill);
+    const auto ended = reap_surely(worker.process);
     REQUIRE_MESSAGE(ended.code == 1, "the worker was not the one to end (exit " << ended.code << ")");
     // What it said before it died, to end of file: the last whole index is the last durable record.
+    for (std::string line; !(line = read_bytes(worker.says.get(), 32)).empty();) said.push_back(line);
     std::optional<std::size_t> durable_up_to;
-    for (std::string line = first_line; !line.empty() || !(line = read_bytes(said, 32)).empty(); line.clear())
+    for (const auto& line : said)
       if (line.ends_with('\n') && line != "open\n") durable_up_to = std::stoull(line);
     if (durable_up_to) ++kills_among_appends;
 
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
     const auto left_by_the_kill = psych::testing::contents_of(path);
-    auto log = open_file_run_log(path);
-    while (!log && log.error().detail.find("held by another process") != std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-      log = open_file_run_log(path);
-    }
-    REQUIRE_MESSAGE(log, (log ? "" : log.error().message()));
-    const auto records = log.value()->records();
+    const auto log = reopened_after_kill(path);
+    const auto records = log->records();
     REQUIRE(records);
     const auto& found = records.value();
     CHECK(found.size() >= kept);  // what a reopen read whole stays: a kill is not a power cut
