@@ -2,14 +2,20 @@
 // The conformance suite is one body of cases run against every backend.
 // A backend that cannot be built here is reported as skipped with its reason
 // (tests/support/skip.hpp), never as a pass: a skip is never evidence of support.
+//
+// This header is what every platform's suite shares (backends_common.cpp, and backends_posix.cpp or
+// backends_windows.cpp for the platform's own backends and its census of what a case left);
+// backends_posix.hpp adds what only a POSIX host has: uids, /proc, System V IPC, containers, remote.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "host_leftovers.hpp"
 #include "psych/host/container_sandbox.hpp"
 #include "psych/host/sandbox.hpp"
 #include "skip.hpp"
@@ -46,25 +52,35 @@ inline bool isolated(const backend_under_test& backend) {
   return backend.options.isolation == psych::isolation_level::isolated;
 }
 
-/// Every backend the suite knows, available here or not: linux-process, linux-isolated, the
-/// container backend (image $PSYCH_CONFORMANCE_IMAGE, default localhost/psych-python:bookworm,
+/// Whether the backend's programs run on Windows, where a program has no fork, no setsid, no
+/// symlink without a privilege, no mkfifo, and the processes it starts are a job's.
+inline bool on_windows(const backend_under_test& backend) { return backend.name.starts_with("windows"); }
+
+/// Python that defines `write_channel(data)`, which writes raw bytes to the program's channel to the
+/// host, past the bootstrap, as a hostile program would: fd 3 on POSIX; on Windows the channel's
+/// socket, found among the interpreter's objects (docs/contract.md, "Channels on Windows").
+inline std::string channel_writer(const backend_under_test& backend) {
+  if (on_windows(backend))
+    return "import gc\n"
+           "_channel = next(o for o in gc.get_objects() if type(o).__name__ == 'SocketChannel')\n"
+           "def write_channel(data):\n    _channel.sock.sendall(data)\n";
+  return "import os\ndef write_channel(data):\n    os.write(3, data)\n";
+}
+
+/// Every backend the suite knows, available here or not. On Linux: linux-process, linux-isolated,
+/// the container backend (image $PSYCH_CONFORMANCE_IMAGE, default localhost/psych-python:bookworm,
 /// which scripts/build-image makes), and remote (psych serve over TLS on loopback, running
-/// linux-namespaces).
+/// linux-namespaces); on macOS, macos-process; on Windows, windows-process (CPython from
+/// $PSYCH_WINDOWS_PYTHON, the launcher beside the suite's binary).
 const std::vector<backend_under_test>& backends();
+
+/// The backend's sandbox, or nullptr once the case has been reported as skipped with the reason
+/// the backend cannot be had here (for_each_backend's own way in, for cases that build a backend
+/// from changed options).
+std::unique_ptr<psych::sandbox> sandbox_or_skip(const backend_under_test& backend);
 
 /// The backend's sandbox: local_sandbox(), container_sandbox(), or remote_sandbox() to a service.
 psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_test& backend);
-
-/// Executions running or queued on the remote backend's services: none may outlive a case.
-std::uint64_t remote_executions_left();
-/// Shuts down the remote backend's services (main(), after the run).
-void stop_remote_services();
-
-/// Containers of psych's (label psych.execution) that exist now, by id: none may outlive a case.
-std::vector<std::string> containers_left();
-
-/// The same backend, each execution drawing a uid of its own from first..first+count-1.
-backend_under_test with_uid_range(const backend_under_test& backend, std::int64_t first, std::int64_t count);
 
 /// Runs body once per backend, each as its own SUBCASE; unavailable backends
 /// are reported as skipped with the reason.
@@ -82,45 +98,23 @@ psych::execution_terms terms_for(const psych::sandbox& sandbox, psych::code_exec
 psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::code_execution_limits limits = {},
                           std::stop_token stop = {});
 
-/// The uid the suite's children run as, distinct from other tests'.
-inline constexpr std::int64_t suite_uid = 1'500'100;
-
-/// Processes of a uid still alive, and cgroups whose launcher is gone (host_leftovers.hpp).
-using psych::testing::abandoned_cgroups;
-using psych::testing::processes_of;
 /// Entries left in the suite's temp root.
 std::vector<std::string> leftovers_in_temp_root();
 const std::string& temp_root();
 
-/// As for_each_backend, for cases that must not share a uid with anything else: kill(-1),
-/// System V IPC, files left in shared directories. A root worker runs every backend's child as
-/// `uid`, which nothing else uses. An ordinary worker has no uid to give: at linux-isolated the
-/// child runs as the worker's own uid behind its own user, pid, IPC and mount namespaces, and
-/// what it left is told apart from what the worker had by a snapshot taken before the body;
-/// linux-process, where the child would share the worker's uid with no namespace between them,
-/// is reported as skipped. After the body it checks that the child's uid left nothing behind —
-/// no new process, nothing in the temp root, no new entry of host_leftovers_of — and then
-/// removes what it found, so that one breach fails its own case and does not cascade.
-void for_each_backend_as(std::int64_t uid,
-                         const std::function<void(psych::sandbox&, const backend_under_test&)>& body);
+/// A fresh directory beside the temp root for a case's own files (a BlobStore, a run log), named
+/// `prefix` and a random suffix; on POSIX mode 0711, so a child of the suite's uid can pass through.
+/// The case removes it.
+std::string make_scratch_directory(std::string_view prefix);
 
-/// The child uid's processes, and its host_leftovers_of entries, that were not there when the
-/// case began.
-std::vector<int> processes_left_by(const backend_under_test& backend);
-std::vector<std::string> host_leftovers_left_by(const backend_under_test& backend);
+/// Sets a variable of this process's environment, or with nullopt removes it.
+void set_host_variable(const std::string& name, const std::optional<std::string>& value);
 
-/// What `uid` owns on the host where an unprivileged program can leave something behind
-/// after its processes are gone: entries reachable through world-writable directories under
-/// /tmp, /var/tmp, /dev/shm and /run/lock (a sticky directory of somebody else's included),
-/// and System V shared memory, message queues and semaphore sets. One line each.
-/// (POSIX message queues cannot be listed without mounting mqueue; cases that make one
-/// look for it by name.)
-std::vector<std::string> host_leftovers_of(std::int64_t uid);
-void remove_host_leftovers_of(std::int64_t uid);
+/// Whether the process `pid` (as the host numbers it) is still running.
+bool process_running(std::int64_t pid);
 
-/// Removes a tree of any depth (the host's own cleanup is what is under test, so this
-/// does not share its code): `rm -rf`, which walks with openat, not with whole paths.
-void remove_tree_of_any_depth(const std::string& path);
+/// What main() does after the run: the platform's services stopped, the temp root removed.
+void after_the_run();
 
 /// Lines joined by newlines, for assertions that print what they found.
 std::string joined(const std::vector<std::string>& lines);

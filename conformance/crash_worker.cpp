@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   options.backend = argv[1];
   options.isolation = options.backend == "linux-namespaces" ? psych::isolation_level::isolated
                                                             : psych::isolation_level::process;
-  options.run_as_uid = options.run_as_gid = 1'500'100;  // the suite's uid (backends.hpp)
+  options.run_as_uid = options.run_as_gid = 1'500'100;  // the suite's uid (backends_posix.hpp)
   options.allow_same_uid = ::geteuid() != 0;
   options.temp_root = argv[4];
   auto sandbox = [&] {

@@ -1,11 +1,13 @@
 // Host bindings: a program calls the agent's tools through the runtime's own path, metered per
 // execution and per Run, journalled in the Run's log. Every case runs against every backend.
+#ifdef PSYCH_CRASH_WORKER_PATH  // the crash case's worker, a POSIX process this one kills (not on Windows)
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -92,11 +94,10 @@ except ToolError as error:
 }
 
 TEST_CASE("bindings: a hostile program's malformed call frame is a named violation, and the host goes on") {
-  for_each_backend([](sandbox& sb, const auto&) {
+  for_each_backend([](sandbox& sb, const conformance::backend_under_test& backend) {
     recording_invoker invoker;
-    const auto r = sb.run({.program = R"PY(
-import os
-os.write(3, b'{"type":"call","id":"seven","tool":5,"arguments":[]}\n')
+    const auto r = sb.run({.program = conformance::channel_writer(backend) + R"PY(
+write_channel(b'{"type":"call","id":"seven","tool":5,"arguments":[]}\n')
 import time
 time.sleep(5)
 )PY",
@@ -174,13 +175,7 @@ namespace {
 
 /// A temporary directory for one case's run log, removed with everything in it.
 struct scratch_dir {
-  std::string path;
-  scratch_dir() {
-    std::string pattern = conformance::temp_root() + "/../psych-bindings-XXXXXX";
-    path = ::mkdtemp(pattern.data()) ? pattern : std::string{};
-    REQUIRE_FALSE(path.empty());
-    ::chmod(path.c_str(), 0711);  // the crash worker's children, as the suite's uid, pass through
-  }
+  std::string path = conformance::make_scratch_directory("psych-bindings-");
   ~scratch_dir() { std::filesystem::remove_all(path); }
 };
 

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 
 using namespace psych;
 using conformance::backend_under_test;

@@ -16,7 +16,7 @@
 #include <rapidjson/document.h>
 
 #include "../tests/unit/terminal_checks.hpp"
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "host_kernel.hpp"
 
 namespace {

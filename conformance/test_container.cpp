@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "container_runtime.hpp"
 
 using namespace psych;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "host_kernel.hpp"
 
 using namespace psych;

@@ -48,7 +48,7 @@
 #include <thread>
 #include <utility>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "program_text.hpp"
 #include "posix.hpp"
 #include "host_kernel.hpp"

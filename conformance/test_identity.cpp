@@ -14,7 +14,7 @@
 #include <future>
 #include <thread>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "host_kernel.hpp"
 
 using namespace psych;

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "host_kernel.hpp"
 
 using namespace psych;

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 
 using namespace psych;
 namespace fs = std::filesystem;

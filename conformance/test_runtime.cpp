@@ -34,16 +34,37 @@ class unready_sandbox final : public sandbox {
   }
 };
 
+/// Python that sets `cpu` and `memory` to the CPU-seconds and memory caps the child runs under, as
+/// it reads them itself: its rlimits on POSIX; on Windows its Job Object's limits, with the call
+/// and layout the bootstrap's read_job uses (QueryInformationJobObject on no handle: its own job).
+std::string read_own_limits(const conformance::backend_under_test& backend) {
+  if (!conformance::on_windows(backend))
+    return "import resource\n"
+           "cpu, memory = resource.getrlimit(resource.RLIMIT_CPU)[0], resource.getrlimit(resource.RLIMIT_AS)[0]\n";
+  return R"PY(import ctypes
+class Basic(ctypes.Structure):
+    _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                ("LimitFlags", ctypes.c_uint32), ("MinimumWorkingSetSize", ctypes.c_size_t),
+                ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", ctypes.c_uint32),
+                ("Affinity", ctypes.c_size_t), ("PriorityClass", ctypes.c_uint32), ("SchedulingClass", ctypes.c_uint32)]
+class Extended(ctypes.Structure):
+    _fields_ = [("Basic", Basic), ("Io", ctypes.c_uint64 * 6), ("ProcessMemoryLimit", ctypes.c_size_t),
+                ("JobMemoryLimit", ctypes.c_size_t), ("PeakProcessMemoryUsed", ctypes.c_size_t),
+                ("PeakJobMemoryUsed", ctypes.c_size_t)]
+job = Extended()
+if not ctypes.windll.kernel32.QueryInformationJobObject(None, 9, ctypes.byref(job), ctypes.sizeof(job), None):
+    raise OSError("QueryInformationJobObject refused to read this process's job")
+cpu, memory = job.Basic.PerJobUserTimeLimit // 10**7, job.JobMemoryLimit
+)PY";
+}
+
 struct scratch_log {
-  std::string dir;
-  std::unique_ptr<run_log> log;
-  scratch_log() {
-    std::string pattern = conformance::temp_root() + "/../psych-runtime-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()));
-    dir = pattern;
-    log = open_file_run_log(dir + "/run.log").value();
+  std::string dir = conformance::make_scratch_directory("psych-runtime-");
+  std::unique_ptr<run_log> log = open_file_run_log(dir + "/run.log").value();
+  ~scratch_log() {
+    log.reset();  // first: Windows removes no file that is still open
+    std::filesystem::remove_all(dir);
   }
-  ~scratch_log() { std::filesystem::remove_all(dir); }
 };
 
 }  // namespace
@@ -158,7 +179,7 @@ TEST_CASE("runtime: the four-way narrowing, end to end through run_code, as the 
     const auto cpu_limit_seen = [&](code_execution_limits asked) {
       auto attempt = rt.start_attempt(rt.publish(analyst(code_execution{.limits = asked})).value(), *log.log, "t")
                          .value();
-      const auto ran = attempt.run_code("import resource\nreturn resource.getrlimit(resource.RLIMIT_CPU)[0]").value();
+      const auto ran = attempt.run_code(read_own_limits(backend) + "return cpu").value();
       REQUIRE(std::holds_alternative<sandbox_result>(ran));
       const auto& r = std::get<sandbox_result>(ran);
       REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));
@@ -185,11 +206,7 @@ TEST_CASE("runtime: a profile that caps only the wall clock leaves CPU and memor
     const auto limits_seen = [&](code_execution_limits asked) {
       auto attempt = rt.start_attempt(rt.publish(analyst(code_execution{.limits = asked})).value(), *log.log, "t")
                          .value();
-      const auto ran = attempt.run_code(
-                                  "import resource\n"
-                                  "return '%d %d' % (resource.getrlimit(resource.RLIMIT_CPU)[0], "
-                                  "resource.getrlimit(resource.RLIMIT_AS)[0])")
-                           .value();
+      const auto ran = attempt.run_code(read_own_limits(backend) + "return '%d %d' % (cpu, memory)").value();
       REQUIRE(std::holds_alternative<sandbox_result>(ran));
       const auto& r = std::get<sandbox_result>(ran);
       REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : ""));

@@ -21,7 +21,7 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "run_command.hpp"
 #include "session.hpp"

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 
 namespace {
 

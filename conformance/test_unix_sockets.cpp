@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-#include "backends.hpp"
+#include "backends_posix.hpp"
 #include "program_text.hpp"
 #include "posix.hpp"
 #include "host_kernel.hpp"

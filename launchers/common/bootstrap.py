@@ -1011,6 +1011,9 @@ def prepare_interpreter(filename):
     if posix.environ.get(key):  # -I ignores it, but the launch still asked
         sys.dont_write_bytecode = True
     sys.argv = [filename]
+    if WINDOWS:  # a line ends with "\n" as on every backend, not os.linesep's "\r\n" (docs/contract.md)
+        for stream in (sys.stdout, sys.stderr):
+            observe(lambda: stream.reconfigure(newline="\n"), None)
     builtins.exit = builtins.quit = exit_program
     setattr(builtins, RESULT_NAME, ())  # what the after-loop checks read before any return ran
     main_module = type(sys)("__main__")  # so pickle and `import __main__` find the program's names

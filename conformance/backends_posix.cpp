@@ -1,4 +1,6 @@
-#include "backends.hpp"
+#include "backends_posix.hpp"
+
+#include "backends_platform.hpp"
 
 #include "container_runtime.hpp"
 #include "psych/host/remote_sandbox.hpp"
@@ -252,51 +254,36 @@ psych::result<std::unique_ptr<psych::sandbox>> make_sandbox(const backend_under_
   return psych::local_sandbox(backend.options);
 }
 
-void for_each_backend(const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
-  for_each_backend([](const backend_under_test&) { return true; }, body);
+namespace detail {
+
+bool reported_unavailable(const backend_under_test&) { return false; }
+
+host_census census_before_case(const backend_under_test&) { return {}; }
+
+void check_nothing_left_since(const backend_under_test& backend, const host_census&) {
+  if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
+  check_no_container_left(backend);
+  if (backend.remote) CHECK_MESSAGE(remote_executions_left() == 0, "executions left on the service");
+  CHECK(abandoned_cgroups().empty());
 }
 
-void for_each_backend(const std::function<bool(const backend_under_test&)>& applies_to,
-                      const std::function<void(psych::sandbox&, const backend_under_test&)>& body) {
-  for (const auto& backend : backends()) {
-    if (!applies_to(backend)) continue;
-    SUBCASE(backend.name.c_str()) {
-      auto sandbox = make_sandbox(backend);
-      if (!sandbox) {
-        psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
-        continue;
-      }
-      body(*sandbox.value(), backend);
-      sandbox.value().reset();  // a pool's waiting sandboxes go with it, and must leave nothing either
-      if (::geteuid() == 0) CHECK(processes_of(suite_uid).empty());
-      check_no_container_left(backend);
-      if (backend.remote) CHECK_MESSAGE(remote_executions_left() == 0, "executions left on the service");
-      CHECK(leftovers_in_temp_root().empty());
-      CHECK(abandoned_cgroups().empty());
-    }
+}  // namespace detail
+
+void set_host_variable(const std::string& name, const std::optional<std::string>& value) {
+  if (value) {
+    ::setenv(name.c_str(), value->c_str(), 1);
+  } else {
+    ::unsetenv(name.c_str());
   }
 }
 
-psych::execution_terms terms_for(const psych::sandbox& sandbox, psych::code_execution_limits limits,
-                                 psych::isolation_level isolation) {
-  if (!limits.wall_seconds.value) limits.wall_seconds = 20.0;
-  const auto offer = sandbox.offer();
-  auto decision = psych::intersect_terms(offer, {.limits = offer.limit_ceiling}, {.isolation = isolation, .limits = limits},
-                                         {});
-  REQUIRE(std::holds_alternative<psych::execution_terms>(decision));
-  return std::get<psych::execution_terms>(decision);
-}
+bool process_running(std::int64_t pid) { return std::filesystem::exists("/proc/" + std::to_string(pid)); }
 
-psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::code_execution_limits limits,
-                          std::stop_token stop) {
-  return sandbox.run({.program = std::move(program), .terms = terms_for(sandbox, limits)}, std::move(stop));
-}
-
-std::vector<std::string> leftovers_in_temp_root() {
-  std::vector<std::string> found;
-  for (const auto& entry : std::filesystem::directory_iterator(temp_root()))
-    found.push_back(entry.path().string());
-  return found;
+void after_the_run() {
+  stop_remote_services();
+  // Every execution emptied it (checked after each case); the root itself is ours to remove.
+  std::error_code ec;
+  std::filesystem::remove_all(temp_root(), ec);
 }
 
 namespace {
@@ -388,12 +375,6 @@ void remove_tree_of_any_depth(const std::string& path) {
     }
 }
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += (text.empty() ? "" : "\n") + line;
-  return text;
-}
-
 namespace {
 
 template <typename T>
@@ -448,19 +429,16 @@ void for_each_backend_as(std::int64_t uid,
         backend.processes_before = processes_of(backend.child_uid);
         backend.host_entries_before = host_leftovers_of(backend.child_uid);
       }
-      auto sandbox = make_sandbox(backend);
-      if (!sandbox) {
-        psych::testing::skip_case(backend.name + " is not available here: " + sandbox.error().message());
-        continue;
-      }
+      auto sandbox = sandbox_or_skip(backend);
+      if (!sandbox) continue;
       try {
-        body(*sandbox.value(), backend);
+        body(*sandbox, backend);
       } catch (...) {  // a REQUIRE ended the body: still leave nothing for the next case
-        sandbox.value().reset();
+        sandbox.reset();
         remove_what_was_left(backend);
         throw;
       }
-      sandbox.value().reset();  // a pool's waiting sandboxes go with it, and must leave nothing either
+      sandbox.reset();  // a pool's waiting sandboxes go with it, and must leave nothing either
 
       const auto processes = processes_left_by(backend);
       CHECK_MESSAGE(processes.empty(),
