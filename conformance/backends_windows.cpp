@@ -1,5 +1,5 @@
 // The suite's backend on Windows: windows-process, psych-launch-windows.exe beside the suite's
-// binary running the CPython $PSYCH_WINDOWS_PYTHON names, its executions' directories under a temp
+// binary (found there by local_sandbox() itself) running the CPython $PSYCH_WINDOWS_PYTHON names, its executions' directories under a temp
 // root of the suite's own in the account's temporary directory; and the census of what a case
 // left, by the processes named as the interpreter and the launcher (docs/windows-launcher.md,
 // "The conformance suite on Windows").
@@ -17,6 +17,7 @@
 #include "host_environment.hpp"
 #include "launchers/windows/text.hpp"
 #include "random_hex.hpp"
+#include "under_wine.hpp"
 #include "utf8_path.hpp"
 
 namespace conformance {
@@ -24,15 +25,6 @@ namespace conformance {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Wine answers where Windows has no such export (docs/windows-launcher.md, "Checked under Wine").
-bool under_wine() { return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr; }
-
-fs::path own_directory() {
-  std::wstring path(32768, L'\0');
-  path.resize(::GetModuleFileNameW(nullptr, path.data(), static_cast<DWORD>(path.size())));
-  return fs::path(path).parent_path();
-}
 
 std::optional<std::string> windows_python() {
   auto python = psych::host::environment_value("PSYCH_WINDOWS_PYTHON");
@@ -88,7 +80,8 @@ const std::vector<backend_under_test>& backends() {
     options.isolation = psych::isolation_level::process;
     options.backend = "windows-process";
     options.python_bin = windows_python();
-    options.launcher_path = psych::windows::narrow((own_directory() / "psych-launch-windows.exe").native());
+    // No launcher_path: local_sandbox() finds psych-launch-windows.exe beside this binary, as it
+    // finds it beside psych.exe.
     options.temp_root = temp_root();
     // Windows has no other account to give the child (identity UNAVAILABLE, docs/windows-launcher.md).
     options.allow_same_uid = true;
@@ -105,7 +98,7 @@ namespace detail {
 
 bool reported_unavailable(const backend_under_test& backend) {
   if (backend.options.python_bin) return false;
-  if (under_wine()) {
+  if (psych::testing::under_wine()) {
     psych::testing::skip_case(psych::testing::allowed_in_ci::no_windows_cpython_under_wine,
                               "PSYCH_WINDOWS_PYTHON names no Windows CPython, and none can be installed here "
                               "(docs/windows-launcher.md): the CI matrix's Windows job runs the suite");

@@ -36,7 +36,8 @@ class unready_sandbox final : public sandbox {
 
 /// Python that sets `cpu` and `memory` to the CPU-seconds and memory caps the child runs under, as
 /// it reads them itself: its rlimits on POSIX; on Windows its Job Object's limits, with the call
-/// and layout the bootstrap's read_job uses (QueryInformationJobObject on no handle: its own job).
+/// and layout the bootstrap's read_job uses (QueryInformationJobObject on no handle: its own job),
+/// written out here rather than borrowed from the bootstrap, whose read-back is part of what grades.
 std::string read_own_limits(const conformance::backend_under_test& backend) {
   if (!conformance::on_windows(backend))
     return "import resource\n"

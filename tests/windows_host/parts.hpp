@@ -16,6 +16,7 @@
 
 #include "launchers/windows/text.hpp"
 #include "skip.hpp"
+#include "under_wine.hpp"
 
 namespace psych::testing::windows_host {
 
@@ -25,10 +26,7 @@ inline std::string own_path() {
   return psych::windows::narrow(path);
 }
 
-/// Wine's ntdll exports its version; Windows' does not.
-inline bool under_wine() {
-  return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr;
-}
+using psych::testing::under_wine;
 
 /// The MCP test server of test_mcp_windows.cpp, run as `--child mcp-server`; its exit status.
 int mcp_server_main();

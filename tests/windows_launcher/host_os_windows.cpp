@@ -15,6 +15,7 @@
 #include "host_os.hpp"
 #include "launchers/windows/environment.hpp"
 #include "launchers/windows/text.hpp"
+#include "under_wine.hpp"
 
 namespace psych::testing::windows::os {
 
@@ -104,8 +105,7 @@ std::optional<std::string> why_launcher_cannot_run() {
   return std::nullopt;
 }
 
-// Wine's ntdll exports its version; Windows' does not.
-bool under_wine() { return ::GetProcAddress(::GetModuleHandleW(L"ntdll.dll"), "wine_get_version") != nullptr; }
+bool under_wine() { return psych::testing::under_wine(); }
 
 std::optional<double> setup_seconds() { return std::nullopt; }
 
