@@ -4,8 +4,8 @@
 
 #include "backends.hpp"
 #include "backends_platform.hpp"
-#include "random_hex.hpp"
-#include "utf8_path.hpp"
+#include "os/random_hex.hpp"
+#include "platform/utf8_path.hpp"
 
 namespace conformance {
 
@@ -56,14 +56,14 @@ psych::sandbox_result run(psych::sandbox& sandbox, std::string program, psych::c
 
 std::vector<std::string> leftovers_in_temp_root() {
   std::vector<std::string> found;
-  for (const auto& entry : std::filesystem::directory_iterator(psych::host::utf8_path(temp_root())))
+  for (const auto& entry : std::filesystem::directory_iterator(psych::platform::utf8_path(temp_root())))
     found.push_back(entry.path().string());
   return found;
 }
 
 std::string make_scratch_directory(std::string_view prefix) {
   namespace fs = std::filesystem;
-  const auto path = psych::host::utf8_path(temp_root()).parent_path() / (std::string(prefix) + psych::host::random_hex(6));
+  const auto path = psych::platform::utf8_path(temp_root()).parent_path() / (std::string(prefix) + psych::host::random_hex(6));
   REQUIRE(fs::create_directory(path));
   // Owner all, others through: a child of the suite's uid passes through to what it is given.
   fs::permissions(path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);

@@ -2,12 +2,12 @@
 
 #include "backends_platform.hpp"
 
-#include "container_runtime.hpp"
+#include "backends/container/container_runtime.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "psych/host/sandbox_service.hpp"
 #include "psych/protocol/json.hpp"
-#include "run_command.hpp"
-#include "session.hpp"
+#include "os/run_command.hpp"
+#include "execution/session.hpp"
 
 #include <dirent.h>
 #include <signal.h>
@@ -167,7 +167,7 @@ struct remote_services {
   psych::result<void> prepare() {
     if (!dir.empty()) return psych::success();
     std::string pattern = std::filesystem::temp_directory_path().string() + "/psych-conformance-tls-XXXXXX";
-    if (!::mkdtemp(pattern.data())) return psych::failure(psych::error_kind::system_call_failed, "mkdtemp");
+    if (!::mkdtemp(pattern.data())) return psych::fail_with(psych::error_kind::system_call_failed, "mkdtemp");
     dir = pattern;
     auto made = psych::host::run_command(
         {"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -175,7 +175,7 @@ struct remote_services {
          "subjectAltName=IP:127.0.0.1,DNS:localhost", "-days", "1"},
         {"PATH=/usr/bin:/bin"}, std::chrono::seconds(30));
     if (!made || made.value().exit_code != 0)
-      return psych::failure(psych::error_kind::sandbox_setup,
+      return psych::fail_with(psych::error_kind::sandbox_setup,
                             "openssl could not make a test certificate: " +
                                 (made ? made.value().stderr_text : made.error().message()));
     token = "conformance-" + psych::host::random_token();

@@ -14,11 +14,11 @@
 
 #include "backends.hpp"
 #include "backends_platform.hpp"
-#include "host_environment.hpp"
-#include "launchers/windows/text.hpp"
-#include "random_hex.hpp"
+#include "os/host_environment.hpp"
+#include "platform/windows/text.hpp"
+#include "os/random_hex.hpp"
 #include "under_wine.hpp"
-#include "utf8_path.hpp"
+#include "platform/utf8_path.hpp"
 
 namespace conformance {
 
@@ -42,7 +42,7 @@ std::wstring lowercase(std::wstring text) {
 std::vector<std::wstring> watched_images(const backend_under_test& backend) {
   std::vector<std::wstring> names{L"psych-launch-windows.exe"};
   if (backend.options.python_bin)
-    names.push_back(lowercase(psych::host::utf8_path(*backend.options.python_bin).filename().wstring()));
+    names.push_back(lowercase(psych::platform::utf8_path(*backend.options.python_bin).filename().wstring()));
   return names;
 }
 
@@ -149,7 +149,7 @@ bool process_running(std::int64_t pid) {
 void after_the_run() {
   // Every execution emptied it (checked after each case); the root itself is ours to remove.
   std::error_code ec;
-  fs::remove_all(psych::host::utf8_path(temp_root()), ec);
+  fs::remove_all(psych::platform::utf8_path(temp_root()), ec);
 }
 
 }  // namespace conformance

@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "backends_posix.hpp"
-#include "container_runtime.hpp"
+#include "backends/container/container_runtime.hpp"
 
 using namespace psych;
 namespace fs = std::filesystem;

@@ -50,7 +50,7 @@
 
 #include "backends_posix.hpp"
 #include "program_text.hpp"
-#include "posix.hpp"
+#include "os/posix.hpp"
 #include "host_kernel.hpp"
 
 using namespace psych;
@@ -62,7 +62,7 @@ using conformance::fill;
 
 namespace {
 
-using psych::host::unique_fd;  // the host's one owning descriptor (src/host/posix.hpp)
+using psych::host::unique_fd;  // the host's one owning descriptor (src/host/os/posix.hpp)
 
 
 /// The hostile cases' uid; kill(-1) gets its own, and the bystanders of that case a third.

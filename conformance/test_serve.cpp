@@ -23,8 +23,8 @@
 
 #include "backends_posix.hpp"
 #include "psych/host/remote_sandbox.hpp"
-#include "run_command.hpp"
-#include "session.hpp"
+#include "os/run_command.hpp"
+#include "execution/session.hpp"
 
 namespace {
 

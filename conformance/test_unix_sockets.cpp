@@ -26,7 +26,7 @@
 
 #include "backends_posix.hpp"
 #include "program_text.hpp"
-#include "posix.hpp"
+#include "os/posix.hpp"
 #include "host_kernel.hpp"
 #include "invoker.hpp"
 
@@ -40,7 +40,7 @@ using conformance::fill;
 
 namespace {
 
-using psych::host::unique_fd;  // the host's one owning descriptor (src/host/posix.hpp)
+using psych::host::unique_fd;  // the host's one owning descriptor (src/host/os/posix.hpp)
 
 
 /// This file's uid: distinct from the suite's and the hostile cases', so that what it leaves

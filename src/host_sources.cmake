@@ -1,93 +1,85 @@
 # psych_host's and psych_remote's sources by where they build (docs/windows-launcher.md, "psych's
-# host on Windows"): everywhere; POSIX only; and each system's half of the process layer
-# (child_process.hpp, os_handle.hpp). Included by src/CMakeLists.txt and by the Windows project
-# (launchers/windows/CMakeLists.txt, which cross-builds psych_host for its tests), so both build
-# the same lists. Paths are absolute.
+# host on Windows"): everywhere; POSIX only; and each system's half of a concern. Each list is in
+# the rooms of src/host (docs/architecture.md, "The host's rooms"). Included by src/CMakeLists.txt
+# and by the Windows project (launchers/windows/CMakeLists.txt, which cross-builds psych_host for
+# its tests), so both build the same lists. Paths are absolute.
 set(psych_host_sources
-  host/interpreter.cpp
-  host/random_hex.cpp
-  host/host_environment.cpp
-  host/run_command.cpp
-  host/local_sandbox.cpp
-  host/launcher_process.cpp
-  host/binding_gateway.cpp
-  host/run_code.cpp
-  host/blocking_invoker.cpp
-  host/function_tools.cpp
-  host/binding_sources.cpp
-  host/output_reader.cpp
-  host/attachments.cpp
-  host/model_payload.cpp
-  host/read_tool_output.cpp
-  host/runtime.cpp
-  host/sha256.cpp
-  host/platform_backends.cpp
-  host/container_runtime.cpp
-  host/prepared_pool.cpp
-  host/session.cpp
-  host/call_dispatcher.cpp
-  host/loopback_attach.cpp
-  host/loopback_probe.cpp
-  host/file_run_log.cpp
-  host/file_blob_store.cpp
-  host/json_rpc_peer.cpp
-  host/mcp_client.cpp
-  host/mcp_binding_source.cpp)
-# read_tool_output's pattern engine (host/line_pattern.hpp): RE2, or, for a target that has no RE2,
-# none (every pattern refused by name).
-set(psych_host_re2_sources host/line_pattern_re2.cpp)
-set(psych_host_no_re2_sources host/line_pattern_none.cpp)
+  host/os/random_hex.cpp
+  host/os/host_environment.cpp
+  host/os/run_command.cpp
+  host/os/sha256.cpp
+  host/store/file_run_log.cpp
+  host/store/file_blob_store.cpp
+  host/bindings/binding_gateway.cpp
+  host/bindings/call_dispatcher.cpp
+  host/bindings/blocking_invoker.cpp
+  host/bindings/function_tools.cpp
+  host/bindings/binding_sources.cpp
+  host/bindings/output_reader.cpp
+  host/bindings/read_tool_output.cpp
+  host/execution/session.cpp
+  host/execution/launcher_process.cpp
+  host/execution/loopback_attach.cpp
+  host/execution/loopback_probe.cpp
+  host/execution/attachments.cpp
+  host/mcp/json_rpc_peer.cpp
+  host/mcp/mcp_client.cpp
+  host/mcp/mcp_binding_source.cpp
+  host/backends/backend_support.cpp
+  host/backends/local/local_sandbox.cpp
+  host/backends/local/interpreter.cpp
+  host/backends/platform_backends.cpp
+  host/backends/local/prepared_pool.cpp
+  host/backends/container/container_runtime.cpp
+  host/runtime/runtime.cpp
+  host/runtime/run_code.cpp
+  host/runtime/model_payload.cpp)
+# read_tool_output's pattern engine (bindings/line_pattern.hpp): RE2, or, for a target that has no
+# RE2, none (every pattern refused by name).
+set(psych_host_re2_sources host/bindings/line_pattern_re2.cpp)
+set(psych_host_no_re2_sources host/bindings/line_pattern_none.cpp)
 set(psych_host_posix_sources
-  host/child_process_posix.cpp
-  host/execution_dirs_posix.cpp
-  host/artifact_walk_posix.cpp
-  host/uid_pool.cpp
-  host/durable_file_posix.cpp
-  host/store_directory_posix.cpp
-  host/json_rpc_streams_posix.cpp
-  # POSIX by nature: who can reach a path (uids, modes, ACLs), and descriptors passed over a Unix
-  # socket (SCM_RIGHTS).
-  host/path_access.cpp
-  host/container_sandbox.cpp
-  host/container_starter.cpp)
+  host/os/child_process_posix.cpp
+  # POSIX by nature: who can reach a path (uids, modes, ACLs).
+  host/os/path_access.cpp
+  host/store/durable_file_posix.cpp
+  host/store/store_directory_posix.cpp
+  host/execution/execution_dirs_posix.cpp
+  host/execution/artifact_walk_posix.cpp
+  host/mcp/json_rpc_streams_posix.cpp
+  host/backends/uid_pool.cpp
+  # POSIX by nature: descriptors passed over a Unix socket (SCM_RIGHTS).
+  host/backends/container/container_sandbox.cpp
+  host/backends/container/container_starter.cpp)
 set(psych_host_windows_sources
-  host/child_process_windows.cpp
-  host/execution_dirs_windows.cpp
-  host/artifact_walk_windows.cpp
-  host/uid_pool_windows.cpp
-  host/os_handle_windows.cpp
-  host/durable_file_windows.cpp
-  host/store_directory_windows.cpp
-  host/open_beneath_windows.cpp
-  host/owner_only_security_windows.cpp
-  host/json_rpc_streams_windows.cpp
+  host/os/child_process_windows.cpp
+  host/os/os_handle_windows.cpp
+  host/os/open_beneath_windows.cpp
+  host/os/owner_only_security_windows.cpp
+  host/store/durable_file_windows.cpp
+  host/store/store_directory_windows.cpp
+  host/execution/execution_dirs_windows.cpp
+  host/execution/artifact_walk_windows.cpp
+  host/mcp/json_rpc_streams_windows.cpp
+  host/backends/uid_pool_windows.cpp
   # The container backend refused by name: it is POSIX by nature (above).
-  host/container_sandbox_windows.cpp
-  # The Windows launcher's own UTF-16 conversions, error words, command lines, environment blocks
-  # and inherited-handle lists.
-  ../launchers/windows/text.cpp
-  ../launchers/windows/command_line.cpp
-  ../launchers/windows/handle_list.cpp
-  ../launchers/windows/environment.cpp
-  ../launchers/windows/failure.cpp)
+  host/backends/container/container_sandbox_windows.cpp)
 # psych::remote: the remote backend and the sandbox service (HTTP on Beast, TLS on OpenSSL).
 set(psych_remote_sources
-  host/base64.cpp
-  host/http_link.cpp
-  host/remote_sandbox.cpp
-  host/service_tokens.cpp
-  host/prometheus_text.cpp
-  host/service_metrics.cpp
-  host/sandbox_service.cpp)
+  host/http/base64.cpp
+  host/http/http_link.cpp
+  host/backends/remote/remote_sandbox.cpp
+  host/service/service_tokens.cpp
+  host/service/prometheus_text.cpp
+  host/service/service_metrics.cpp
+  host/service/sandbox_service.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
-  set(absolute)
-  foreach(source ${${list}})
-    get_filename_component(source ${source} ABSOLUTE)
-    list(APPEND absolute ${source})
-  endforeach()
-  set(${list} ${absolute})
 endforeach()
+# The platform layer's Windows half (UTF-16 text, command lines, environment blocks, inherited-handle
+# lists), which the Windows launcher compiles too.
+include(${CMAKE_CURRENT_LIST_DIR}/../platform/platform_sources.cmake)
+list(APPEND psych_host_windows_sources ${psych_platform_windows_sources})
 
 # What every file of psych_host is compiled with on Windows: the W calls, no min/max macros, no
 # winsock 1, Windows 10's API. Private: none of them changes what psych's headers declare.

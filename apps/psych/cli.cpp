@@ -16,15 +16,15 @@ result<double> parse_seconds(std::string_view option, std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size())
-    return failure(error_kind::invalid_argument, fmt::format("{} expects a number of seconds, got '{}'", option, text));
+    return fail_with(error_kind::invalid_argument, fmt::format("{} expects a number of seconds, got '{}'", option, text));
   if (!std::isfinite(value) || value <= 0)
-    return failure(error_kind::invalid_limit, fmt::format("{} must be positive and finite, got '{}'", option, text));
+    return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive and finite, got '{}'", option, text));
   return value;
 }
 
 result<std::uint64_t> parse_count(std::string_view option, std::string_view text, bool allow_suffix) {
   if (!text.empty() && text.front() == '-')
-    return failure(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
+    return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
@@ -34,10 +34,10 @@ result<std::uint64_t> parse_count(std::string_view option, std::string_view text
     if (shift) rest = {};
   }
   if (ec != std::errc{} || !rest.empty())
-    return failure(error_kind::invalid_argument, fmt::format("{} expects a whole number, got '{}'", option, text));
-  if (value == 0) return failure(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
+    return fail_with(error_kind::invalid_argument, fmt::format("{} expects a whole number, got '{}'", option, text));
+  if (value == 0) return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
   if (shift && value > (~std::uint64_t{0} >> shift))
-    return failure(error_kind::invalid_argument, fmt::format("{} is too large: '{}'", option, text));
+    return fail_with(error_kind::invalid_argument, fmt::format("{} is too large: '{}'", option, text));
   return value << shift;
 }
 
@@ -45,10 +45,10 @@ result<std::uint64_t> parse_count(std::string_view option, std::string_view text
 result<std::pair<std::string, std::vector<std::string>>> parse_mcp(std::string_view value) {
   const auto equals = value.find('=');
   if (equals == std::string_view::npos || equals == 0)
-    return failure(error_kind::invalid_argument, fmt::format("--mcp expects NAME=COMMAND, got '{}'", value));
+    return fail_with(error_kind::invalid_argument, fmt::format("--mcp expects NAME=COMMAND, got '{}'", value));
   const auto name = value.substr(0, equals);
   if (name.find("__") != std::string_view::npos)
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    fmt::format("--mcp: the server name '{}' cannot hold \"__\" (it separates server and tool)", name));
   std::vector<std::string> command;
   for (auto rest = value.substr(equals + 1); !rest.empty();) {
@@ -56,7 +56,7 @@ result<std::pair<std::string, std::vector<std::string>>> parse_mcp(std::string_v
     if (space != 0) command.emplace_back(rest.substr(0, space));
     rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
   }
-  if (command.empty()) return failure(error_kind::invalid_argument, fmt::format("--mcp {}: no command", name));
+  if (command.empty()) return fail_with(error_kind::invalid_argument, fmt::format("--mcp {}: no command", name));
   return std::pair{std::string(name), std::move(command)};
 }
 
@@ -89,7 +89,7 @@ auto enum_into(E& field) {
   return [&field](std::string_view option, std::string_view text) -> result<void> {
     const auto value = parse_enum<E>(text);
     if (!value)
-      return failure(error_kind::invalid_argument,
+      return fail_with(error_kind::invalid_argument,
                      fmt::format("{} is one of {}, got '{}'", option, spellings_of<E>(", "), text));
     field = *value;
     return success();
@@ -288,12 +288,12 @@ result<command> parse(std::span<const std::string_view> args) {
       for (const auto* c : app.get_subcommands([](const CLI::App*) { return true; }))
         commands.append(commands.empty() ? "" : ", ").append(c->get_name());
       if (args.empty())
-        return failure(error_kind::invalid_argument, fmt::format("no command given: {} (see psych --help)", commands));
-      return failure(error_kind::invalid_argument,
+        return fail_with(error_kind::invalid_argument, fmt::format("no command given: {} (see psych --help)", commands));
+      return fail_with(error_kind::invalid_argument,
                      fmt::format("unknown command '{}': the commands are {} (see psych --help)", args.front(),
                                  commands));
     }
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    fmt::format("{} (see psych {} --help)", e.what(), chosen.front()->get_name()));
   } catch (const refused_value& refused) {
     return refused.why;

@@ -68,16 +68,16 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
                                                 const remote_opener& open_remote) {
   if (!remote.url.empty()) {
     if (!image.empty() || !runtime.empty())
-      return failure(error_kind::invalid_argument, "--image and --container-runtime are the service's to choose");
+      return fail_with(error_kind::invalid_argument, "--image and --container-runtime are the service's to choose");
     if (!open_remote)
-      return failure(error_kind::invalid_argument, "--remote is psych-remote's to run (psych hands it over)");
+      return fail_with(error_kind::invalid_argument, "--remote is psych-remote's to run (psych hands it over)");
     return open_remote(remote, options);
   }
   if (any_remote_option(remote))
-    return failure(error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote");
+    return fail_with(error_kind::invalid_argument, "--ca, --token-command and --allow-insecure-http need --remote");
   if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
   if (!image.empty() || !runtime.empty())
-    return failure(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
+    return fail_with(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
   return local_sandbox(options);
 }
 

@@ -9,7 +9,7 @@ namespace psych::cli {
 
 result<local_sandbox_options> load_config(const std::string& path, local_sandbox_options base) {
   auto text = read_whole_file(path);
-  if (!text) return failure(error_kind::unreadable_file, "config " + text.error().detail);
+  if (!text) return fail_with(error_kind::unreadable_file, "config " + text.error().detail);
 
   // A member the file names and psych does not know is an error: a misspelt limit, or one from an older
   // release, must not leave its dimension silently at the built-in ceiling.
@@ -21,7 +21,7 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   }
   const auto& config = parsed.value();
   if (auto valid = validate_limits(config.limit_ceiling); !valid)
-    return failure(error_kind::invalid_limit, fmt::format("config {}: limit_ceiling.{}", path, valid.error().detail));
+    return fail_with(error_kind::invalid_limit, fmt::format("config {}: limit_ceiling.{}", path, valid.error().detail));
   base.limit_ceiling = overlay(base.limit_ceiling, config.limit_ceiling);
   if (config.python_bin) base.python_bin = config.python_bin;
   if (!config.env_allowlist.empty()) base.env_allowlist = config.env_allowlist;
@@ -41,24 +41,24 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
     const auto& pool = *config.pool;
     constexpr std::int64_t most_prepared = 64;  // each holds an interpreter, a uid and a directory
     if (pool.size && (*pool.size < 0 || *pool.size > most_prepared))
-      return failure(error_kind::invalid_argument,
+      return fail_with(error_kind::invalid_argument,
                      fmt::format("config {}: pool.size must be from 0 (off) to {}", path, most_prepared));
     if (pool.max_age_seconds && !(*pool.max_age_seconds > 0 && *pool.max_age_seconds <= 86400))
-      return failure(error_kind::invalid_argument,
+      return fail_with(error_kind::invalid_argument,
                      fmt::format("config {}: pool.max_age_seconds must be more than 0 and at most a day", path));
     if (pool.size) base.pool.size = static_cast<std::size_t>(*pool.size);
     if (pool.max_age_seconds) base.pool.max_age_seconds = *pool.max_age_seconds;
   }
     if (base.run_as_uid.value_or(1) <= 0 || base.run_as_gid.value_or(1) <= 0)
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_uid and run_as_gid must be positive (never root)", path));
   if (base.run_as_gid && !base.run_as_uid)
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_gid needs run_as_uid (a uid per execution takes its gid from "
                                "run_as_range)",
                                path));
   if (base.run_as_range.first <= 0 || base.run_as_range.count <= 0)
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    fmt::format("config {}: run_as_range.first and run_as_range.count must be positive", path));
   return base;
 }

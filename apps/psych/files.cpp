@@ -9,16 +9,16 @@
 
 #include <fmt/format.h>
 
-#include "utf8_path.hpp"
+#include "platform/utf8_path.hpp"
 
 namespace psych::cli {
 
 result<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(host::utf8_path(path), std::ios::binary);
-  if (!in) return failure(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
+  std::ifstream in(platform::utf8_path(path), std::ios::binary);
+  if (!in) return fail_with(error_kind::unreadable_file, fmt::format("{}: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return failure(error_kind::unreadable_file, fmt::format("{}: read error", path));
+  if (in.bad()) return fail_with(error_kind::unreadable_file, fmt::format("{}: read error", path));
   return text.str();
 }
 
@@ -26,7 +26,7 @@ result<std::string> read_standard_input() {
   // On Windows main() has put standard input in binary mode: the program's bytes as they are.
   std::ostringstream text;
   text << std::cin.rdbuf();
-  if (std::cin.bad()) return failure(error_kind::unreadable_file, "standard input could not be read");
+  if (std::cin.bad()) return fail_with(error_kind::unreadable_file, "standard input could not be read");
   return text.str();
 }
 

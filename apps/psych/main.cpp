@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <io.h>
 
-#include "launchers/windows/text.hpp"  // narrow
+#include "platform/windows/text.hpp"  // narrow
 #endif
 
 #include <cstdio>

@@ -21,11 +21,11 @@ namespace {
 /// The remote backend of --remote: the token from --token-command, run afresh for each request.
 result<std::unique_ptr<sandbox>> remote_backend(const remote_choice& remote, const local_sandbox_options& local) {
   if (local.backend || local.python_bin || local.launcher_path)
-    return failure(error_kind::invalid_argument,
+    return fail_with(error_kind::invalid_argument,
                    "--remote runs the program on the service: --backend, and a config's backend, python_bin and "
                    "launcher_path, are the service's to choose");
   if (remote.token_command.empty())
-    return failure(error_kind::invalid_argument, "--remote needs --token-command (the only source of the token)");
+    return fail_with(error_kind::invalid_argument, "--remote needs --token-command (the only source of the token)");
   remote_sandbox_options options{.url = remote.url,
                                  .token = command_secret(remote.token_command),
                                  .allow_insecure_http = remote.allow_insecure_http};
@@ -37,7 +37,7 @@ result<std::unique_ptr<sandbox>> remote_backend(const remote_choice& remote, con
 result<std::pair<std::string, std::uint16_t>> listen_address(const std::string& text) {
   const auto colon = text.rfind(':');
   const auto bad = [&] {
-    return failure(error_kind::invalid_argument, fmt::format("--listen expects HOST:PORT, got '{}'", text));
+    return fail_with(error_kind::invalid_argument, fmt::format("--listen expects HOST:PORT, got '{}'", text));
   };
   if (colon == std::string::npos || colon == 0) return bad();
   std::string host = text.substr(0, colon);

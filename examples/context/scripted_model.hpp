@@ -64,7 +64,7 @@ inline psych::result<program_turn> run_program(psych::tool_catalogue& catalogue,
   PSYCH_TRY(auto outcome, attempt.run_code(program));
   auto payload = psych::run_code_payload(outcome, *version.spec.code);
   if (const auto* refused = std::get_if<psych::refusal>(&outcome))
-    return psych::failure(psych::error_kind::sandbox_setup, "run_code was refused: " + refused->message);
+    return psych::fail_with(psych::error_kind::sandbox_setup, "run_code was refused: " + refused->message);
   return program_turn{std::get<psych::sandbox_result>(std::move(outcome)), std::move(payload)};
 }
 

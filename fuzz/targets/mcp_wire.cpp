@@ -1,4 +1,4 @@
-// What an MCP server writes to psych's client (src/host/mcp_client.cpp), through the public
+// What an MCP server writes to psych's client (src/host/mcp/mcp_client.cpp), through the public
 // mcp_client API against a scripted server: the JSON-RPC line reader, response matching, the
 // server's own requests and notifications, and the initialize, tools/list and tools/call results.
 //

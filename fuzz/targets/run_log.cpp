@@ -1,4 +1,4 @@
-// The run log's file format (src/host/file_run_log.cpp, docs/run-log.md), through the public
+// The run log's file format (src/host/store/file_run_log.cpp, docs/run-log.md), through the public
 // open_file_run_log: the input becomes a file, which is opened and read.
 //
 // Two modes, by the first byte, because a CRC-32 is out of a mutator's reach:

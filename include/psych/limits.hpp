@@ -223,7 +223,7 @@ result<void> validate_limits(const Limits& limits) {
     const auto value = value_of_field(hana::second(field)(limits));
     if (value && !valid_limit_value(*value) && bad.empty()) bad = hana::to<char const*>(hana::first(field));
   });
-  if (!bad.empty()) return failure(error_kind::invalid_limit, bad + " must be a positive, finite number");
+  if (!bad.empty()) return fail_with(error_kind::invalid_limit, bad + " must be a positive, finite number");
   return success();
 }
 

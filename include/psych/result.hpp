@@ -18,7 +18,7 @@ using result = boost::outcome_v2::basic_result<T, error, boost::outcome_v2::poli
 using boost::outcome_v2::success;
 
 /// A failed result, with the named kind and a detail for the reader.
-inline auto failure(error_kind kind, std::string detail = {}) {
+inline auto fail_with(error_kind kind, std::string detail = {}) {
   return boost::outcome_v2::failure(error{kind, std::move(detail)});
 }
 

@@ -2,7 +2,7 @@
 // Inside the user namespace the interpreter is uid 0, which would otherwise hold every
 // capability of that namespace (mount, network administration, ...) and regain them on exec.
 // These calls end that before exec: no capability in any set, none that exec could grant.
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -18,7 +18,7 @@
 
 #include <sys/types.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

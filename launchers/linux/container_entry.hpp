@@ -7,7 +7,7 @@
 // then on it is the same launcher as on the host (docs/container-backend.md).
 #include <string_view>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "landlock.hpp"
 #include "mount_root.hpp"
 #include "namespaces.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

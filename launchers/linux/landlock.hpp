@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/isolation.hpp"
 
 namespace psych::launcher {

@@ -21,7 +21,7 @@
 #include "channel.hpp"
 #include "container_entry.hpp"
 #include "environment.hpp"
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "fds.hpp"
 #include "identity.hpp"
 #include "isolated.hpp"

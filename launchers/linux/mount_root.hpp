@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -6,7 +6,7 @@
 
 #include <linux/filter.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/isolation.hpp"
 
 namespace psych::launcher {

@@ -5,7 +5,7 @@
 // them never touches anything that is not ours. The sweep itself is tree_sweep.hpp's.
 #include <vector>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "tree_sweep.hpp"
 
 namespace psych::launcher {

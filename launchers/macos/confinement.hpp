@@ -4,7 +4,7 @@
 // keychains, the per-user temporary folders, the worker's own home, the temp root that holds the
 // other executions' directories, and the canary's directory; writes go only to the workspace and
 // the temp dir; the interpreter's installation stays readable even under a home.
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/protocol/frames.hpp"
 #include "seatbelt_profile.hpp"
 

@@ -4,7 +4,7 @@
 // it.
 #include <string>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

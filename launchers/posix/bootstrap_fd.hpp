@@ -7,7 +7,7 @@
 // unlinked file opened read-only once the launcher wrote it (macos/bootstrap_file.cpp).
 #include <span>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/protocol/json.hpp"
 #include "psych/protocol/line_reader.hpp"
 

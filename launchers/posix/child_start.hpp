@@ -13,7 +13,7 @@
 
 #include "environment.hpp"
 #include "identity.hpp"
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/protocol/frames.hpp"
 #include "rlimits.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -7,7 +7,7 @@
 
 #include <sys/types.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

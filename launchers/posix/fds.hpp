@@ -4,7 +4,7 @@
 // as they are, the channel as its fd 3 and the sealed bootstrap memfd as its
 // fd 4 (which the bootstrap loader closes before anything else runs), and
 // nothing else survives exec.
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -9,7 +9,7 @@
 
 #include <sys/types.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::launcher {

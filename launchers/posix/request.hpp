@@ -3,7 +3,7 @@
 // anything is created: a bad request costs nothing and ends with one `error` frame (exit code 2).
 #include "channel.hpp"
 #include "environment.hpp"
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "identity.hpp"
 #include "psych/protocol/frames.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <sys/resource.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/limits.hpp"
 #include "psych/reports.hpp"
 

@@ -4,7 +4,7 @@
 // descriptor, so the wait loop is one poll() with no race between "is the
 // child gone" and "go to sleep": a signalfd on Linux (linux/signal_fd.cpp), a
 // pipe its handlers write to on macOS (macos/signal_pipe.cpp).
-#include "failure.hpp"
+#include "setup_error.hpp"
 
 namespace psych::launcher {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The launch frame as input: checked in full before anything is created, so a
 // bad request costs nothing and ends with one `error` frame (exit code 2).
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/protocol/frames.hpp"
 
 namespace psych::launcher {

@@ -12,7 +12,7 @@
 
 #include <winsock2.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "handles.hpp"
 #include "psych/protocol/attach.hpp"
 #include "psych/protocol/json.hpp"

@@ -8,8 +8,8 @@
 
 #include <windows.h>
 
-#include "failure.hpp"
-#include "unique_handle.hpp"
+#include "setup_error.hpp"
+#include "platform/windows/unique_handle.hpp"
 
 namespace psych::windows {
 

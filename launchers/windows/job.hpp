@@ -7,7 +7,7 @@
 
 #include <windows.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "handles.hpp"
 #include "job_readback.hpp"
 #include "psych/limits.hpp"

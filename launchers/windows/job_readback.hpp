@@ -5,7 +5,7 @@
 
 #include <windows.h>
 
-#include "failure.hpp"
+#include "setup_error.hpp"
 #include "psych/reports.hpp"
 
 namespace psych::windows {

@@ -14,8 +14,8 @@
 
 #include "channel.hpp"
 #include "psych_bootstrap.hpp"
-#include "environment.hpp"
-#include "failure.hpp"
+#include "platform/windows/environment_block.hpp"
+#include "setup_error.hpp"
 #include "handles.hpp"
 #include "job.hpp"
 #include "spawn.hpp"
@@ -93,7 +93,7 @@ int run() {
   auto launch = accept_launch(control);
   if (!launch) return report_failure(control, launch.error(), exit_refused);
   auto environment = build_environment_block(launch.value().environment);
-  if (!environment) return report_failure(control, environment.error(), exit_refused);
+  if (!environment) return report_failure(control, refusal("environment", environment.error().detail), exit_refused);
 
   // A step that fails after the child exists leaves it in the job, whose handle closes as this
   // returns: kill-on-close ends it.

@@ -1,8 +1,8 @@
 #include "spawn.hpp"
 
-#include "command_line.hpp"
-#include "handle_list.hpp"
-#include "text.hpp"
+#include "platform/windows/command_line.hpp"
+#include "platform/windows/handle_list.hpp"
+#include "platform/windows/text.hpp"
 
 namespace psych::windows {
 

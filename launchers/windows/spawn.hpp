@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "command_line.hpp"
-#include "failure.hpp"
+#include "platform/windows/command_line.hpp"
+#include "setup_error.hpp"
 #include "handles.hpp"
 #include "job.hpp"
 

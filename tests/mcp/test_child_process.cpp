@@ -1,4 +1,4 @@
-// child_process (src/host/child_process.hpp): the one way the host starts a process, for the
+// child_process (src/host/os/child_process.hpp): the one way the host starts a process, for the
 // launcher and the MCP servers alike. What the child gets (descriptors, environment, process
 // group) and how it ends (reaped with its status; its group killed whole; nothing left behind).
 #include <doctest/doctest.h>
@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "pipe_pair.hpp"
-#include "child_process.hpp"
-#include "run_command.hpp"
+#include "os/child_process.hpp"
+#include "os/run_command.hpp"
 
 using psych::host::child_process;
 using namespace std::chrono_literals;
@@ -137,7 +137,7 @@ TEST_CASE("child_process: released, the pid and pidfd are the caller's, reaped w
   ::close(held.pidfd);
 }
 
-// run_command (src/host/run_command.cpp): the host's own short commands, on the same Asio pipes as
+// run_command (src/host/os/run_command.cpp): the host's own short commands, on the same Asio pipes as
 // the session's (one implementation for POSIX and Windows; tests/windows_host runs it on Windows).
 TEST_CASE("run_command: both streams and the status; the first MiB of each is kept") {
   auto ran = psych::host::run_command(

@@ -1,4 +1,4 @@
-// json_rpc_peer (src/host/json_rpc_peer.hpp) with this test as the other side, on two pipes it
+// json_rpc_peer (src/host/mcp/json_rpc_peer.hpp) with this test as the other side, on two pipes it
 // holds ends of: what happens to a request the other side's full input pipe keeps from being
 // written.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 
 #include "text.hpp"
 #include "pipe_pair.hpp"
-#include "json_rpc_peer.hpp"
+#include "mcp/json_rpc_peer.hpp"
 
 using psych::mcp_error_kind;
 using psych::host::json_rpc_peer;

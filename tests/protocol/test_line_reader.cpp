@@ -259,7 +259,7 @@ TEST_CASE("line_reader: a failed line callback stops the feed") {
   std::vector<std::string> seen;
   auto on_line = [&](std::string_view line) -> result<void> {
     seen.emplace_back(line);
-    if (line == "bad") return failure(error_kind::json_malformed, "test");
+    if (line == "bad") return fail_with(error_kind::json_malformed, "test");
     return success();
   };
   expect_error(reader.feed("good\nbad\nnever\n", on_line), error_kind::json_malformed);

@@ -49,7 +49,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include "base64.hpp"
+#include "http/base64.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "psych/host/result_json.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "prometheus_text.hpp"
+#include "service/prometheus_text.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "psych/host/remote_sandbox.hpp"
 #include "raw_client.hpp"

@@ -1,4 +1,4 @@
-// Collecting a workspace's files (src/host/artifact_walk.cpp): plain files come back by
+// Collecting a workspace's files (src/host/execution/artifact_walk_posix.cpp): plain files come back by
 // workspace-relative path; symlinks, hardlinks, FIFOs, sockets and devices are counted, never
 // followed or read; the limits count what they leave out; and a program racing to swap a
 // directory or a file for a symlink never leads the walk out of the workspace.
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "artifact_walk.hpp"
+#include "execution/artifact_walk.hpp"
 #include "skip.hpp"
 
 using namespace psych;

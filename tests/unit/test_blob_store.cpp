@@ -1,4 +1,4 @@
-// The embedded BlobStore (src/host/file_blob_store.cpp, docs/blob-store.md): blobs read back
+// The embedded BlobStore (src/host/store/file_blob_store.cpp, docs/blob-store.md): blobs read back
 // whole and in windows, are stored once per tenant under their content address, are invisible to
 // other tenants, appear atomically, and go when the retention rule says so. These run on POSIX
 // (run_log_tests) and on Windows (psych-windows-host-parts-tests.exe, under Wine here).

@@ -1,6 +1,6 @@
 // Who the sandbox's child runs as: whether that identity can reach an interpreter, decided from
-// stat facts and ACLs (src/host/path_access), and the per-execution uid pool
-// (src/host/uid_pool): one holder per uid across threads and processes, a named refusal when the
+// stat facts and ACLs (src/host/os/path_access), and the per-execution uid pool
+// (src/host/backends/uid_pool): one holder per uid across threads and processes, a named refusal when the
 // range is exhausted, reuse only after release, strays skipped, leftovers swept.
 #include <doctest/doctest.h>
 
@@ -20,13 +20,13 @@
 #include <string_view>
 #include <vector>
 
-#include "execution_dirs.hpp"
-#include "interpreter.hpp"
-#include "path_access.hpp"
+#include "execution/execution_dirs.hpp"
+#include "backends/local/interpreter.hpp"
+#include "os/path_access.hpp"
 #include "skip.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/sandbox.hpp"
-#include "uid_pool.hpp"
+#include "backends/uid_pool.hpp"
 
 using namespace psych;
 using namespace psych::host;

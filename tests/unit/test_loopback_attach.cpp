@@ -1,4 +1,4 @@
-// src/host/loopback_attach: the host's listener for a launcher that attaches over loopback TCP.
+// src/host/execution/loopback_attach: the host's listener for a launcher that attaches over loopback TCP.
 // Connections that do not prove the secret for the stream asked for are dropped, whatever they
 // send (or do not send), and the one that does is taken with nothing after its proof consumed.
 #include <doctest/doctest.h>
@@ -17,7 +17,7 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
-#include "loopback_attach.hpp"
+#include "execution/loopback_attach.hpp"
 #include "psych/protocol/json.hpp"
 
 using namespace psych;

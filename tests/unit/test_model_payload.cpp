@@ -1,4 +1,4 @@
-// The model's payload of one run_code call (src/host/model_payload.cpp): every item once, nothing
+// The model's payload of one run_code call (src/host/runtime/model_payload.cpp): every item once, nothing
 // empty, a handle only for preserved bytes, grades only below what the ask promised, and every
 // failure, limit, refusal, cut preview, artifact and degraded grade still there and unambiguous.
 // The results are built the way the host builds them (attach_items), without running a program.
@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "attachments.hpp"
-#include "platform_backends.hpp"
+#include "execution/attachments.hpp"
+#include "backends/platform_backends.hpp"
 #include "temp_dir.hpp"
 #include "psych/grading.hpp"
 #include "psych/host/blob_store.hpp"

@@ -367,7 +367,7 @@ TEST_CASE("output reader: a source's failure is the read's") {
     int calls = 0;
     result<std::string_view> next() override {
       if (calls++ == 0) return std::string_view{"first\n"};
-      return failure(error_kind::blob_store_failed, "gone");
+      return fail_with(error_kind::blob_store_failed, "gone");
     }
   } source;
   const auto got = read_output(source, {});

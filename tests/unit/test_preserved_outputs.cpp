@@ -1,4 +1,4 @@
-// Preserved outputs on the Run's `preserved` meter (src/host/attachments.cpp): each output an
+// Preserved outputs on the Run's `preserved` meter (src/host/execution/attachments.cpp): each output an
 // execution puts in the BlobStore is journalled as `output_preserved` before the put, a fresh open
 // of the log counts it, and the next execution of the same Run finds the meter spent by it: its own
 // outputs and its calls' result handles are refused once the Run's ceiling is reached.
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "attachments.hpp"
-#include "binding_gateway.hpp"
+#include "execution/attachments.hpp"
+#include "bindings/binding_gateway.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/blob_store.hpp"
 #include "psych/host/run_log.hpp"

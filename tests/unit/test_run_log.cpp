@@ -1,4 +1,4 @@
-// The embedded run log (src/host/file_run_log.cpp, docs/run-log.md): records survive a reopen
+// The embedded run log (src/host/store/file_run_log.cpp, docs/run-log.md): records survive a reopen
 // exactly, a torn last record is dropped, damage before it is refused, one process holds a log at
 // a time, appends from many threads are all kept, and format 3's tail and crash rules. These run on
 // POSIX (run_log_tests) and on Windows (psych-windows-host-parts-tests.exe, under Wine here);

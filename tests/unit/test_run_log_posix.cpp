@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "binding_gateway.hpp"
+#include "bindings/binding_gateway.hpp"
 #include "run_log_files.hpp"
 #include "skip.hpp"
 

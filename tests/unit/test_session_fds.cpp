@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "session.hpp"
+#include "execution/session.hpp"
 #include "temp_dir.hpp"
 
 using namespace psych;

@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "child_process.hpp"
-#include "launcher_process.hpp"
-#include "session.hpp"
+#include "os/child_process.hpp"
+#include "execution/launcher_process.hpp"
+#include "execution/session.hpp"
 #include "temp_dir.hpp"
 
 using namespace psych;
@@ -71,7 +71,7 @@ class stand_in_starter final : public host::launcher_starter {
          .environment = {std::string(protocol::host_port_variable) + "=" + std::to_string(fds.attach->port),
                          std::string(protocol::host_secret_variable) + "=" + fds.attach->secret},
          .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
-    if (!spawned) return failure(error_kind::launcher_unavailable, spawned.error().message());
+    if (!spawned) return fail_with(error_kind::launcher_unavailable, spawned.error().message());
     const auto held = spawned.value().release();
     return host::launcher_process{held.pid, held.pidfd};
   }

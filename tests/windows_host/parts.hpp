@@ -14,7 +14,7 @@
 
 #include <doctest/doctest.h>
 
-#include "launchers/windows/text.hpp"
+#include "platform/windows/text.hpp"
 #include "skip.hpp"
 #include "under_wine.hpp"
 

@@ -1,4 +1,4 @@
-// psych's host on Windows, its process layer (src/host/child_process_windows.cpp,
+// psych's host on Windows, its process layer (src/host/os/child_process_windows.cpp,
 // os_handle_windows.cpp, random_hex.cpp): the children it starts get exactly their three standard
 // handles and the environment they are given, their arguments arrive as they were, their output is
 // read through the event loop (an overlapped named pipe in Asio's stream_handle), their exit is
@@ -32,18 +32,18 @@
 #include <boost/asio/windows/object_handle.hpp>
 #include <boost/asio/windows/stream_handle.hpp>
 
-#include "backend_support.hpp"  // child_environment
-#include "child_process.hpp"
-#include "child_streams.hpp"
-#include "os_handle.hpp"
+#include "backends/backend_support.hpp"  // child_environment
+#include "os/child_process.hpp"
+#include "os/child_streams.hpp"
+#include "os/os_handle.hpp"
 #include "parts.hpp"
 #include "psych/host/run_log.hpp"
-#include "random_hex.hpp"
+#include "os/random_hex.hpp"
 #include "run_log_files.hpp"  // tests/unit: large_record
 #include "skip.hpp"
 #include "temp_dir.hpp"
-#include "launchers/windows/environment.hpp"
-#include "launchers/windows/text.hpp"
+#include "platform/windows/environment_block.hpp"
+#include "platform/windows/text.hpp"
 
 using namespace psych;
 using psych::testing::windows_host::own_path;

@@ -12,13 +12,13 @@
 
 #include <fmt/format.h>
 
-#include "artifact_walk.hpp"
-#include "execution_dirs.hpp"
-#include "launchers/windows/text.hpp"
+#include "execution/artifact_walk.hpp"
+#include "execution/execution_dirs.hpp"
+#include "platform/windows/text.hpp"
 #include "parts.hpp"
 #include "psych/host/sandbox.hpp"
-#include "random_hex.hpp"
-#include "run_command.hpp"
+#include "os/random_hex.hpp"
+#include "os/run_command.hpp"
 #include "skip.hpp"
 
 using namespace psych;

@@ -1,4 +1,4 @@
-// MCP on Windows (src/host/mcp_client.cpp, json_rpc_peer.cpp on json_rpc_streams_windows.cpp): a
+// MCP on Windows (src/host/mcp/mcp_client.cpp, json_rpc_peer.cpp on json_rpc_streams_windows.cpp): a
 // server started with its stdin, stdout and stderr on overlapped pipes, the handshake, the tool
 // list, calls, a call abandoned at its timeout and cancelled, and a server that exits named with its
 // status and its last words. The server is this binary (`--child mcp-server`): a few tools, enough

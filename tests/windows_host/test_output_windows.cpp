@@ -8,8 +8,8 @@
 #include <string>
 
 #include "psych/host/output_reader.hpp"
-#include "same_secret.hpp"
-#include "sha256.hpp"
+#include "os/same_secret.hpp"
+#include "os/sha256.hpp"
 
 using namespace psych;
 

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "host_os.hpp"
-#include "launchers/windows/environment.hpp"
-#include "launchers/windows/text.hpp"
+#include "platform/windows/environment_block.hpp"
+#include "platform/windows/text.hpp"
 #include "under_wine.hpp"
 
 namespace psych::testing::windows::os {
@@ -52,7 +52,7 @@ std::wstring environment_block(const std::vector<std::pair<std::string, std::str
   }
   for (const auto& [name, value] : extra) variables[name] = value;
   auto block = psych::windows::build_environment_block(variables);
-  if (!block) throw std::runtime_error("the launcher's environment: " + block.error().message);
+  if (!block) throw std::runtime_error("the launcher's environment: " + block.error().detail);
   return std::move(block).value();
 }
 

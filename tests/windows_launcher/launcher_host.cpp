@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-#include "random_hex.hpp"  // src/host: the secret and the token, as psych's host makes them
+#include "os/random_hex.hpp"  // src/host: the secret and the token, as psych's host makes them
 
 namespace psych::testing::windows {
 
@@ -107,7 +107,7 @@ std::optional<frame_socket> attach_listener::accept(protocol::attached_stream st
     if (connection == os::no_socket) continue;
     const auto line = read_attach_line(connection, std::min(until, in(proof_deadline)));
     auto frame = line ? protocol::decode_frame<protocol::attach_frame>(*line) : result<std::variant<protocol::attach_frame>>(
-                                                                                    failure(error_kind::json_malformed));
+                                                                                    fail_with(error_kind::json_malformed));
     if (frame) {
       const auto& attach = std::get<protocol::attach_frame>(frame.value());
       if (same_secret(attach.secret, secret_) && attach.stream == stream) return frame_socket(connection);

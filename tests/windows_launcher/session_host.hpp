@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "launcher_process.hpp"
+#include "execution/launcher_process.hpp"
 
 namespace psych::testing::windows::os {
 

@@ -3,7 +3,7 @@
 // names the launch's paths as the launcher sees them (Wine's Z: drive).
 #include <doctest/doctest.h>
 
-#include "child_process.hpp"
+#include "os/child_process.hpp"
 #include "host_os.hpp"
 #include "psych/protocol/attach.hpp"
 #include "session_host.hpp"
@@ -22,7 +22,7 @@ class wine_starter final : public host::launcher_starter {
     environment.push_back(std::string(protocol::host_secret_variable) + "=" + fds.attach->secret);
     auto spawned = host::child_process::spawn(
         {.argv = wine_launcher_command(), .environment = environment, .descriptors = {-1, fds.stdout_write, fds.stderr_write}});
-    if (!spawned) return failure(error_kind::launcher_unavailable, spawned.error().message());
+    if (!spawned) return fail_with(error_kind::launcher_unavailable, spawned.error().message());
     const auto held = spawned.value().release();
     return host::launcher_process{held.pid, held.pidfd};
   }

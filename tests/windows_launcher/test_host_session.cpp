@@ -1,5 +1,5 @@
-// psych's own host (src/host/session.cpp) driving psych-launch-windows.exe over the loopback
-// transport (src/host/loopback_attach.hpp; docs/contract.md, "Channels on Windows"): the session's
+// psych's own host (src/host/execution/session.cpp) driving psych-launch-windows.exe over the loopback
+// transport (src/host/execution/loopback_attach.hpp; docs/contract.md, "Channels on Windows"): the session's
 // listener, the proof of the secret, control before `launch` and the channel after `started`, and
 // grading the job the launcher and the child read back. The interpreter is the contract-speaking
 // test child, which the launcher starts as it starts CPython. Compiled into both test hosts: the
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cases.hpp"
-#include "session.hpp"
+#include "execution/session.hpp"
 #include "session_host.hpp"
 
 using namespace psych;

@@ -20,9 +20,9 @@
 
 #include "cases.hpp"
 #include "host_os.hpp"
-#include "launchers/windows/command_line.hpp"
-#include "launchers/windows/text.hpp"
-#include "random_hex.hpp"
+#include "platform/windows/command_line.hpp"
+#include "platform/windows/text.hpp"
+#include "os/random_hex.hpp"
 
 using namespace psych;
 using namespace psych::testing::windows;

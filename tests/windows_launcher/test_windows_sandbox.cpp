@@ -14,7 +14,7 @@
 
 #include "cases.hpp"
 #include "host_os.hpp"
-#include "platform_backends.hpp"
+#include "backends/platform_backends.hpp"
 #include "psych/host/sandbox.hpp"
 
 using namespace psych;

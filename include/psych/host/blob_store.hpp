@@ -2,7 +2,7 @@
 // The BlobStore: where bytes too large for the model's context are preserved, so the model (with
 // read_tool_output) and the program (with a result handle) can read them in bounded windows.
 // A port, so a deployment can put blobs in its own store; the embedded default is a directory
-// (open_directory_blob_store, src/host/file_blob_store.cpp; layout in docs/blob-store.md).
+// (open_directory_blob_store, src/host/store/file_blob_store.cpp; layout in docs/blob-store.md).
 // Handles are content addresses scoped by tenant: a handle means nothing to another tenant.
 #include <chrono>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // durable, whatever happens after, so a worker that dies mid-call cannot hand the next Attempt a
 // fresh allowance. An execution's outputs put in the BlobStore afterwards are journalled too
 // (`output_preserved`), since they sit on the same `preserved` meter as the calls' recordings. The port lets a deployment put the journal in its own store; the embedded
-// default is a file (open_file_run_log, src/host/file_run_log.cpp; format in docs/run-log.md).
+// default is a file (open_file_run_log, src/host/store/file_run_log.cpp; format in docs/run-log.md).
 #include <cstdint>
 #include <memory>
 #include <string>

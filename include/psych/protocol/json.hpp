@@ -485,7 +485,7 @@ inline result<void> parse(std::string_view text, const json_bounds& bounds, json
   // Node spans are 32-bit; RapidJSON's string lengths are too.
   constexpr std::size_t hard_limit = std::numeric_limits<std::uint32_t>::max() - 8;
   if (text.size() > bounds.max_bytes || text.size() > hard_limit)
-    return failure(error_kind::frame_too_large,
+    return fail_with(error_kind::frame_too_large,
                    std::to_string(text.size()) + " bytes, more than " +
                        std::to_string(std::min(bounds.max_bytes, hard_limit)));
 
@@ -508,7 +508,7 @@ inline result<void> parse(std::string_view text, const json_bounds& bounds, json
   rapidjson::Reader reader;
   const rapidjson::ParseResult parsed = reader.Parse<flags>(stream, builder);
 
-  if (builder.failure) return failure(builder.failure->kind, std::move(builder.failure->detail));
+  if (builder.failure) return fail_with(builder.failure->kind, std::move(builder.failure->detail));
   if (parsed.IsError()) {
     const auto code = parsed.Code();
     std::string detail = std::string{rapidjson::GetParseError_En(code)} + " (at byte " +
@@ -516,18 +516,18 @@ inline result<void> parse(std::string_view text, const json_bounds& bounds, json
     switch (code) {
       case rapidjson::kParseErrorStringInvalidEncoding:
       case rapidjson::kParseErrorStringUnicodeSurrogateInvalid:
-        return failure(error_kind::json_invalid_utf8, std::move(detail));
+        return fail_with(error_kind::json_invalid_utf8, std::move(detail));
       case rapidjson::kParseErrorNumberTooBig:  // 1e999: not a finite double
-        return failure(error_kind::json_non_finite, std::move(detail));
+        return fail_with(error_kind::json_non_finite, std::move(detail));
       default:
-        return failure(error_kind::json_malformed, std::move(detail));
+        return fail_with(error_kind::json_malformed, std::move(detail));
     }
   }
   // kParseStopWhenDoneFlag stopped right after the value: the rest may only be whitespace.
   for (std::size_t i = stream.Tell(); i < text.size(); ++i) {
     const char c = text[i];
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-      return failure(error_kind::json_trailing_bytes,
+      return fail_with(error_kind::json_trailing_bytes,
                      "bytes after the JSON value (at byte " + std::to_string(i) + ")");
   }
   return success();
@@ -909,13 +909,13 @@ result<std::variant<Frames...>> decode_frame(std::string_view line, json_bounds 
   detail::json_tree tree;
   PSYCH_TRY(detail::parse(line, bounds, tree));
   if (tree.nodes[0].kind != node_kind::object)
-    return failure(error_kind::frame_missing_type,
+    return fail_with(error_kind::frame_missing_type,
                    std::string{"a frame is a JSON object, got "} + detail::describe(tree.nodes[0].kind));
   const std::uint32_t type_node = tree.member(0, "type");
   if (type_node == detail::no_node)
-    return failure(error_kind::frame_missing_type, "the frame has no member \"type\"");
+    return fail_with(error_kind::frame_missing_type, "the frame has no member \"type\"");
   if (tree.nodes[type_node].kind != node_kind::string)
-    return failure(error_kind::frame_missing_type,
+    return fail_with(error_kind::frame_missing_type,
                    std::string{"\"type\" is "} + detail::describe(tree.nodes[type_node].kind) +
                        ", not a string");
   const std::string_view type = tree.decoded(type_node);
@@ -935,7 +935,7 @@ result<std::variant<Frames...>> decode_frame(std::string_view line, json_bounds 
   if (!found) {
     std::string known;
     ((known += (known.empty() ? "" : ", "), known += Frames::type), ...);
-    return failure(error_kind::frame_unknown_type,
+    return fail_with(error_kind::frame_unknown_type,
                    "\"" + detail::excerpt(type) + "\" is not carried here (expected one of: " +
                        known + ")");
   }

@@ -93,7 +93,7 @@ class line_reader {
     return replay();
   }
   result<void> poison(const error& e) { return poison(e.kind, e.detail); }
-  result<void> replay() const { return failure(poisoned_->kind, poisoned_->detail); }
+  result<void> replay() const { return fail_with(poisoned_->kind, poisoned_->detail); }
 
   stream_bounds bounds_;
   std::string partial_;  ///< the start of a line split across feeds

@@ -7,7 +7,7 @@
 #include <winsock2.h>
 #include <windows.h>
 
-#include "text.hpp"
+#include "platform/windows/text.hpp"
 
 namespace psych::windows::test_child {
 

@@ -18,7 +18,7 @@
 #include "psych/protocol/json.hpp"
 #include "psych/protocol/line_reader.hpp"
 #include "report.hpp"
-#include "text.hpp"
+#include "platform/windows/text.hpp"
 
 namespace psych::windows::test_child {
 namespace {

@@ -9,7 +9,7 @@
 #include <tlhelp32.h>
 
 #include "job_readback.hpp"
-#include "text.hpp"
+#include "platform/windows/text.hpp"
 
 namespace psych::windows::test_child {
 

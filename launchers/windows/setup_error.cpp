@@ -1,0 +1,21 @@
+#include "setup_error.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "platform/windows/text.hpp"
+
+namespace psych::windows {
+
+setup_error system_failure(std::string_view stage, std::string_view call, DWORD error, std::string_view what) {
+  return setup_error{std::string(stage), std::string(call), static_cast<std::int64_t>(error),
+                     fmt::format("{}({}): {}", call, what, error_text(error))};
+}
+
+setup_error last_error(std::string_view stage, std::string_view call, std::string_view what) {
+  return system_failure(stage, call, ::GetLastError(), what);
+}
+
+}  // namespace psych::windows

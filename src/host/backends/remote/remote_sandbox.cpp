@@ -1,0 +1,734 @@
+// The remote backend's client (remote_sandbox.hpp, docs/remote-protocol.md). One run() is one
+// event loop on the calling thread, like a local session: the execution's stream, the posts that
+// carry the program's call results back, the clock and cancellation. The calls themselves go
+// through this host's gateway and dispatcher exactly as a local program's do.
+#include "psych/host/remote_sandbox.hpp"
+
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <fmt/format.h>
+
+#include "execution/attachments.hpp"
+#include "backends/backend_support.hpp"
+#include "http/base64.hpp"
+#include "bindings/binding_gateway.hpp"
+#include "bindings/call_dispatcher.hpp"
+#include "http/http_link.hpp"
+#include "psych/host/remote_protocol.hpp"
+#include "psych/preview.hpp"
+#include "os/run_command.hpp"
+#include "execution/session.hpp"
+
+extern char** environ;
+
+namespace psych {
+namespace {
+
+using namespace psych::host;
+using clock = std::chrono::steady_clock;
+
+using remote::ndjson_content_type;
+constexpr std::size_t description_limit = 1u << 20;
+
+/// A bearer token must be one header value: printable, no spaces, no line breaks.
+bool usable_token(std::string_view token) {
+  return !token.empty() && token.size() <= 4096 &&
+         std::ranges::all_of(token, [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+result<std::string> resolve_token(const secret_resolver& resolver) {
+  if (!resolver) return fail_with(error_kind::sandbox_setup, "no token resolver is configured");
+  auto token = resolver();
+  if (!token) return fail_with(error_kind::provider_error, "the token resolver failed: " + token.error().message());
+  if (!usable_token(token.value()))
+    return fail_with(error_kind::provider_error,
+                   "the token resolver returned something that cannot be a bearer token (empty, too long, or "
+                   "with spaces or control characters)");
+  return token;
+}
+
+/// The id in the URL: the Run's execution id when it may stand there as it is, else a fresh one.
+std::string wire_id(const std::string& execution_id) {
+  return remote::is_url_safe_id(execution_id) ? execution_id : random_token();
+}
+
+/// What a refusal of the service's becomes in a result: as a local backend reports the same.
+failure_kind refusal_failure(const std::optional<refusal_reason>& reason) {
+  return reason == refusal_reason::isolation_unreachable ? failure_kind::isolation_unavailable
+                                                         : failure_kind::launch_failed;
+}
+
+template <class Body>
+void add_common_fields(http::request<Body>& request, const service_endpoint& where, std::string_view token) {
+  request.set(http::field::host, where.authority);
+  request.set(http::field::user_agent, "psych-remote/1");
+  request.set(http::field::authorization, fmt::format("Bearer {}", token));
+}
+
+/// A short exchange (describe, results, cancel): the request, then a whole response of at most
+/// `body_limit` bytes. Errors name the status, never the request's headers.
+struct short_response {
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+awaitable<result<short_response>> exchange(http_link& link, http::request<http::string_body>& request,
+                                           std::size_t body_limit, clock::duration timeout) {
+  request.prepare_payload();
+  link.tcp().expires_after(timeout);
+  auto [write_ec, written] = co_await link.with(
+      [&](auto& stream) { return http::async_write(stream, request, use_tuple); });
+  if (write_ec) co_return fail_with(error_kind::provider_error, "sending the request: " + write_ec.message());
+  http::response_parser<http::string_body> parser;
+  parser.header_limit(max_header_bytes);
+  parser.body_limit(body_limit);
+  auto [read_ec, read] = co_await link.with(
+      [&](auto& stream) { return http::async_read(stream, link.buffer(), parser, use_tuple); });
+  if (read_ec) co_return fail_with(error_kind::provider_error, "reading the response: " + read_ec.message());
+  if (too_many_fields(parser.get()))
+    co_return fail_with(error_kind::provider_error, "the response has more header fields than allowed");
+  short_response out;
+  out.status = parser.get().result_int();
+  out.content_type = std::string(parser.get()[http::field::content_type]);
+  out.body = std::move(parser.get().body());
+  co_return out;
+}
+
+std::string status_problem(unsigned status, std::string_view what) {
+  if (status == 401 || status == 403) return fmt::format("{}: the service refused the credential ({})", what, status);
+  if (status == 503) return fmt::format("{}: the service is busy or shutting down (503)", what);
+  return fmt::format("{}: the service answered HTTP {}", what, status);
+}
+
+/// Runs one coroutine to completion on a fresh event loop of this thread.
+template <class T>
+T run_here(asio::io_context& io, awaitable<T> work) {
+  std::optional<T> out;
+  asio::co_spawn(
+      io, [&]() -> awaitable<void> { out.emplace(co_await std::move(work)); },
+      [](std::exception_ptr thrown) {
+        if (thrown) std::rethrow_exception(thrown);
+      });
+  io.run();
+  return std::move(*out);
+}
+
+class remote_backend;
+
+/// One execution on the service, start to finish.
+class remote_execution {
+ public:
+  remote_execution(remote_backend& backend, const run_request& request, execution_terms terms, std::string token);
+  sandbox_result run(std::stop_token stop);
+
+ private:
+  enum class ending { none, provider_error, timeout, cancelled };
+
+  awaitable<void> main();
+  awaitable<void> stream_frames(http_link& link);
+  awaitable<void> post_answers();
+  awaitable<void> post_cancel();
+  using stream_frame = std::variant<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
+                                    remote::output_frame, remote::done_frame, remote::error_frame>;
+  /// One frame of the stream, in its place in the sequence; false when the stream is given up.
+  bool take_frame(stream_frame& frame);
+  void fail(std::string why);
+  void begin_cancel(ending why);
+  result<void> take_output(const remote::output_frame& frame);
+  sandbox_result assemble();
+
+  remote_backend& backend_;
+  const run_request& request_;
+  execution_terms terms_;
+  std::string token_;
+  std::string id_;
+  asio::io_context io_;
+  gateway_setup setup_;  ///< the Run's execution id minted here when the request has none
+  binding_gateway gateway_;
+  call_dispatcher calls_;
+  asio::steady_timer clock_, answers_ready_, cancel_grace_;
+  /// After a results post answered 404: how long the stream has to bring the `done` that explains it.
+  asio::steady_timer gone_grace_;
+  std::deque<protocol::result_frame> answers_;
+  bool answers_closed_ = false;
+  http_link* stream_link_ = nullptr;
+
+  ending ending_ = ending::none;
+  std::string why_;
+  bool accepted_ = false, cancel_requested_ = false, cancel_posted_ = false;
+  bool execution_gone_ = false;  ///< the service answered a results post 404
+  std::optional<remote::execution_outcome> outcome_;
+  std::optional<remote::error_frame> refused_;
+  std::string stdout_, stderr_;
+  std::map<std::uint64_t, std::string> artifact_bytes_;
+  std::uint64_t artifact_total_ = 0;
+  std::vector<std::string> problems_;
+  clock::time_point started_;
+};
+
+class remote_backend final : public sandbox {
+ public:
+  remote_backend(remote_sandbox_options options, service_endpoint where, std::unique_ptr<asio::ssl::context> tls)
+      : options_(std::move(options)), where_(std::move(where)), tls_(std::move(tls)) {}
+  ~remote_backend() override {
+    if (session_) SSL_SESSION_free(session_);
+  }
+
+  backend_offer offer() const override { return cached_description().offer(); }
+
+  description describe() override {
+    std::string last;
+    auto backoff = std::chrono::milliseconds(200);
+    for (int attempt = 1; attempt <= std::max(1, options_.describe_attempts); ++attempt) {
+      auto fetched = fetch_description();
+      if (fetched) {
+        std::lock_guard lock(mutex_);
+        cached_ = fetched.value();
+        cached_at_ = clock::now();
+        return fetched.value();
+      }
+      last = fetched.error().message();
+      if (attempt < options_.describe_attempts) {
+        std::this_thread::sleep_for(backoff);
+        backoff *= 2;
+      }
+    }
+    description failed = not_ready(fmt::format("the sandbox service at {} could not be described after {} attempts: {}",
+                                               where_.authority, std::max(1, options_.describe_attempts), last));
+    std::lock_guard lock(mutex_);
+    cached_ = failed;
+    cached_at_ = clock::now();
+    return failed;
+  }
+
+  sandbox_result run(const run_request& request, std::stop_token stop) override {
+    // Network is the service's to grant (refusal_by_backend, below).
+    if (auto refused = refusal_every_backend_makes(request, "remote", true)) return std::move(*refused);
+    // Refuse before running: a service that already says it cannot meet the terms is not sent
+    // the program.
+    const description known = cached_description();
+    if (const auto refused = refusal_by_backend(known.offer(), request.terms))
+      return refused_result(refusal_failure(refused->reason),
+                                  fmt::format("the sandbox service: {}; nothing was sent", refused->message));
+    execution_terms terms = request.terms;
+    narrow(terms.limits, known.limit_ceiling);  // as a local backend: never beyond the ceiling
+    auto token = resolve_token(options_.token);
+    if (!token) return refused_result(failure_kind::provider_error, token.error().message());
+    remote_execution execution(*this, request, terms, std::move(token).value());
+    return execution.run(std::move(stop));
+  }
+
+  const remote_sandbox_options& options() const { return options_; }
+
+  /// Opens a connection, resuming the last TLS session when there is one.
+  awaitable<result<std::unique_ptr<http_link>>> connect() {
+    SSL_SESSION* resume = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (session_ && SSL_SESSION_is_resumable(session_)) resume = SSL_SESSION_dup(session_);
+    }
+    auto link = co_await http_link::open(where_, tls_.get(), millis(options_.connect_timeout_seconds), resume);
+    if (resume) SSL_SESSION_free(resume);
+    co_return link;
+  }
+
+  /// Keeps a connection's session for the next one (TLS 1.3 tickets arrive after the handshake,
+  /// so this is called once a response has been read).
+  void keep_session(const http_link& link) {
+    SSL_SESSION* kept = link.session();
+    if (!kept) return;
+    std::lock_guard lock(mutex_);
+    if (session_) SSL_SESSION_free(session_);
+    session_ = kept;
+  }
+
+  template <class Body>
+  http::request<Body> request_to(http::verb verb, std::string target, std::string_view token) const {
+    http::request<Body> request{verb, target, 11};
+    add_common_fields(request, where_, token);
+    return request;
+  }
+
+ private:
+  static description not_ready(std::string why) {
+    description d;
+    d.ready = false;
+    d.backend = "remote";
+    d.problems.push_back(std::move(why));
+    return d;
+  }
+
+  description cached_description() const {
+    {
+      std::lock_guard lock(mutex_);
+      // Only a ready description is kept: a service that was busy or unreachable is asked again.
+      if (cached_ && cached_->ready && clock::now() - cached_at_ < millis(options_.describe_ttl_seconds))
+        return *cached_;
+    }
+    return const_cast<remote_backend*>(this)->describe();
+  }
+
+  result<description> fetch_description() {
+    auto token = resolve_token(options_.token);
+    if (!token) return token.error();
+    asio::io_context io;
+    return run_here(io, fetch_description_with(token.value()));
+  }
+
+  awaitable<result<description>> fetch_description_with(std::string token) {
+    auto link = co_await connect();
+    if (!link) co_return link.error();
+    // Fresh: describe() is the port's probe, not the service's last periodic one.
+    auto request = request_to<http::string_body>(http::verb::get, "/v1/describe?fresh=1", token);
+    request.set(http::field::accept, "application/json");
+    auto response = co_await exchange(*link.value(), request, description_limit,
+                                      millis(options_.connect_timeout_seconds));
+    if (!response) co_return response.error();
+    keep_session(*link.value());
+    link.value()->close();
+    if (response.value().status != 200)
+      co_return fail_with(error_kind::provider_error, status_problem(response.value().status, "describe"));
+    if (!response.value().content_type.starts_with("application/json"))
+      co_return fail_with(error_kind::provider_error,
+                        fmt::format("describe: the service answered with content type {}, not JSON",
+                                    peer_excerpt(response.value().content_type, 60)));
+    auto decoded = protocol::decode_json<description>(response.value().body, {.max_bytes = description_limit});
+    if (!decoded) co_return fail_with(error_kind::provider_error, "describe: " + decoded.error().message());
+    description d = std::move(decoded).value();
+    d.backend = "remote:" + d.backend;
+    d.mechanisms.push_back(fmt::format("remote: executions run on the sandbox service at {} ({})", where_.authority,
+                                       where_.tls ? "TLS, peer verified" : "plaintext HTTP"));
+    co_return d;
+  }
+
+  remote_sandbox_options options_;
+  service_endpoint where_;
+  std::unique_ptr<asio::ssl::context> tls_;
+  mutable std::mutex mutex_;
+  std::optional<description> cached_;
+  clock::time_point cached_at_;
+  SSL_SESSION* session_ = nullptr;
+};
+
+// ---- one execution ----------------------------------------------------------------------------
+
+remote_execution::remote_execution(remote_backend& backend, const run_request& request, execution_terms terms,
+                                   std::string token)
+    : backend_(backend), request_(request), terms_(std::move(terms)), token_(std::move(token)),
+      setup_(gateway_setup_of(request)), gateway_(setup_),
+      calls_(io_, gateway_, setup_.run.execution_id, [this](const protocol::result_frame& answer) {
+        answers_.push_back(answer);
+        answers_ready_.cancel();
+      }),
+      clock_(io_), answers_ready_(io_), cancel_grace_(io_), gone_grace_(io_) {}
+
+sandbox_result remote_execution::run(std::stop_token stop) {
+  started_ = clock::now();
+  id_ = wire_id(setup_.run.execution_id);
+  asio::co_spawn(io_, main(), asio::detached);
+  std::stop_callback on_stop(stop, [this] { asio::post(io_, [this] { begin_cancel(ending::cancelled); }); });
+  io_.run();
+  return assemble();
+}
+
+void remote_execution::fail(std::string why) {
+  if (ending_ != ending::none) return;
+  ending_ = ending::provider_error;
+  why_ = std::move(why);
+}
+
+/// Timeout and cancellation: post a cancel (once), then give the service cancel_grace to say how
+/// the execution ended before the stream is closed under it.
+void remote_execution::begin_cancel(ending why) {
+  if (outcome_ || refused_) return;  // the service has already said how it ended
+  if (ending_ == ending::none) ending_ = why;
+  // Not connected yet: main() calls this again once it is. Not accepted yet: the service may hold
+  // the execution in its queue, and the cancel takes it out.
+  if (cancel_requested_ || !stream_link_) return;
+  cancel_requested_ = true;
+  asio::co_spawn(io_, post_cancel(), asio::detached);
+  cancel_grace_.expires_after(millis(backend_.options().cancel_grace_seconds));
+  cancel_grace_.async_wait([this](boost::system::error_code ec) {
+    if (!ec && stream_link_) stream_link_->close();
+  });
+}
+
+awaitable<void> remote_execution::main() {
+  const auto& options = backend_.options();
+  clock_.expires_after(millis(terms_.limits.wall_seconds.value + options.wall_clock_slack_seconds));
+  clock_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) begin_cancel(ending::timeout);
+  });
+  asio::co_spawn(io_, post_answers(), asio::detached);
+
+  auto link = co_await backend_.connect();
+  if (!link) {
+    fail(link.error().message());
+  } else {
+    // Cancelled (or out of time) before the program was sent: it is not sent at all.
+    if (ending_ == ending::none) {
+      stream_link_ = link.value().get();
+      co_await stream_frames(*link.value());
+    }
+    if (accepted_ && !outcome_ && !cancel_posted_) {
+      // The stream failed with the program possibly running: make sure it ends on the service.
+      co_await post_cancel();
+    }
+    stream_link_ = nullptr;
+    link.value()->close();
+  }
+  clock_.cancel();
+  cancel_grace_.cancel();
+  gone_grace_.cancel();
+  auto unanswered = co_await calls_.end_calls();
+  problems_.insert(problems_.end(), unanswered.begin(), unanswered.end());
+  answers_closed_ = true;
+  answers_ready_.cancel();
+}
+
+awaitable<void> remote_execution::stream_frames(http_link& link) {
+  const auto& options = backend_.options();
+  remote::execution_request body{.version = std::string(remote::protocol_version),
+                                 .program = request_.program,
+                                 .filename = request_.filename,
+                                 .terms = terms_,
+                                 .bindings = gateway_.bindings_for_run(),
+                                 .tenant = request_.tenant};
+  auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_, token_);
+  request.set(http::field::content_type, "application/json");
+  request.set(http::field::accept, ndjson_content_type);
+  request.body() = protocol::encode_json(body);
+  request.prepare_payload();
+  link.tcp().expires_after(millis(options.connect_timeout_seconds));
+  auto [write_ec, written] = co_await link.with([&](auto& s) { return http::async_write(s, request, use_tuple); });
+  if (write_ec) {
+    fail("sending the execution: " + write_ec.message());
+    co_return;
+  }
+  // From here on the wall clock (clock_) bounds the stream, not a per-read timeout.
+  link.tcp().expires_never();
+
+  http::response_parser<http::buffer_body> parser;
+  parser.header_limit(max_header_bytes);
+  // The body's own bounds are the line reader's; Beast's is set past them.
+  const std::uint64_t captured = 2 * terms_.output.max_bytes + terms_.artifacts.max_total_bytes;
+  const protocol::stream_bounds bounds{.max_frame_bytes = 24u << 20,
+                                       .max_stream_bytes = (1ull << 30) + captured / 3 * 4 + (16u << 20),
+                                       .max_frames = 1'000'000 + captured / (32 * 1024),
+                                       .max_empty_lines = 1'000};
+  parser.body_limit(bounds.max_stream_bytes + 1024);
+  auto [header_ec, header_read] =
+      co_await link.with([&](auto& s) { return http::async_read_header(s, link.buffer(), parser, use_tuple); });
+  if (header_ec) {
+    fail(header_ec == http::error::header_limit ? "the response header is larger than allowed"
+                                                : "reading the response: " + header_ec.message());
+    co_return;
+  }
+  if (too_many_fields(parser.get())) {
+    fail("the response has more header fields than allowed");
+    co_return;
+  }
+  if (const auto status = parser.get().result_int(); status != 200) {
+    // psych serve answers 503 (busy, shutting down) before an execution starts, and a proxy's 503
+    // (no replica up, its queue timed out) means the request reached none: either way the program
+    // did not run, which the caller needs to know to decide on sending it again.
+    fail(status == 503 ? status_problem(status, "the execution") + "; the program did not run"
+                       : status_problem(status, "the execution"));
+    co_return;
+  }
+  if (const auto type = parser.get()[http::field::content_type]; !type.starts_with(ndjson_content_type)) {
+    fail(fmt::format("the service answered 200 with content type {}, not {}", peer_excerpt(type, 60),
+                     ndjson_content_type));
+    co_return;
+  }
+
+  auto read_frames = [&](auto& stream) -> awaitable<void> {
+    ndjson_body_reader<std::remove_reference_t<decltype(stream)>, false> frames(stream, link.buffer(), parser, bounds);
+    for (;;) {
+      auto frame = co_await frames.template next<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
+                                                 remote::output_frame, remote::done_frame, remote::error_frame>();
+      // A failure after the last frame changes nothing that arrived.
+      if (!frame && !outcome_ && !refused_) fail("the service's stream: " + frame.error().message());
+      if (!frame) co_return;
+      if (!frame.value() && !outcome_ && !refused_) fail("the service's stream ended before `done`");
+      if (!frame.value() || !take_frame(*frame.value())) co_return;
+    }
+  };
+  co_await link.with(read_frames);
+  if (outcome_ || refused_) backend_.keep_session(link);
+}
+
+bool remote_execution::take_frame(stream_frame& f) {
+  if (outcome_ || refused_) {
+    outcome_.reset();
+    refused_.reset();
+    fail("the service sent frames after its last one");
+    return false;
+  }
+  if (!accepted_) {
+    if (auto* error = std::get_if<remote::error_frame>(&f)) {
+      refused_ = std::move(*error);
+      return true;
+    }
+    const auto* accepted = std::get_if<remote::accepted_frame>(&f);
+    if (!accepted) {
+      fail("frame_out_of_sequence: the service's first frame is neither `accepted` nor `error`");
+      return false;
+    }
+    // The service says it accepted an execution: whatever is wrong with the frame, ours may be
+    // running under it, so main() posts a cancel once the stream is given up.
+    accepted_ = true;
+    if (accepted->execution_id != id_) {
+      fail("the service's stream is for another execution");
+      return false;
+    }
+    if (accepted->version != remote::protocol_version) {
+      fail(fmt::format("the service speaks {}, not {}", peer_excerpt(accepted->version, 40), remote::protocol_version));
+      return false;
+    }
+    return true;
+  }
+  if (const auto* call = std::get_if<protocol::call_frame>(&f)) {
+    calls_.dispatch(*call);
+  } else if (const auto* cancel = std::get_if<protocol::cancel_call_frame>(&f)) {
+    calls_.give_up(cancel->id);
+  } else if (const auto* output = std::get_if<remote::output_frame>(&f)) {
+    if (auto taken = take_output(*output); !taken) {
+      fail(taken.error().message());
+      return false;
+    }
+  } else if (auto* done = std::get_if<remote::done_frame>(&f)) {
+    outcome_ = std::move(done->outcome);
+  } else if (const auto* error = std::get_if<remote::error_frame>(&f)) {
+    fail(fmt::format("the service ended the execution: {}: {}", peer_excerpt(error->code, 40),
+                     peer_excerpt(error->message, 400)));
+    return false;
+  } else {
+    fail("frame_out_of_sequence: a second `accepted`");
+    return false;
+  }
+  return true;
+}
+
+result<void> remote_execution::take_output(const remote::output_frame& frame) {
+  auto bytes = base64_decode(frame.data);
+  if (!bytes) return fail_with(error_kind::provider_error, "an output frame's data is not base64");
+  const auto& output = terms_.output;
+  const auto& artifacts = terms_.artifacts;
+  if (frame.stream == "stdout" || frame.stream == "stderr") {
+    auto& into = frame.stream == "stdout" ? stdout_ : stderr_;
+    if (into.size() + bytes->size() > output.max_bytes)
+      return fail_with(error_kind::provider_error,
+                     fmt::format("the service sent more {} than the terms' {} bytes", frame.stream, output.max_bytes));
+    into += *bytes;
+    return success();
+  }
+  if (frame.stream == "artifact") {
+    if (artifacts.collection != artifact_collection::collect || frame.index >= artifacts.max_files)
+      return fail_with(error_kind::provider_error, "the service sent an artifact the terms do not collect");
+    auto& into = artifact_bytes_[frame.index];
+    artifact_total_ += bytes->size();
+    if (into.size() + bytes->size() > artifacts.max_file_bytes || artifact_total_ > artifacts.max_total_bytes)
+      return fail_with(error_kind::provider_error, "the service sent more artifact bytes than the terms allow");
+    into += *bytes;
+    return success();
+  }
+  return fail_with(error_kind::provider_error, "an output frame names no stream this protocol has");
+}
+
+/// The program's call results, posted in batches as they are ready, on a connection of their own.
+awaitable<void> remote_execution::post_answers() {
+  std::unique_ptr<http_link> link;
+  for (;;) {
+    if (answers_.empty()) {
+      if (answers_closed_) break;
+      answers_ready_.expires_at(clock::time_point::max());
+      co_await answers_ready_.async_wait(use_tuple);
+      continue;
+    }
+    if (ending_ != ending::none || outcome_ || refused_ || execution_gone_) {
+      answers_.clear();  // nobody on the service waits for them any more
+      continue;
+    }
+    std::string body;
+    while (!answers_.empty()) {
+      body += protocol::encode_frame(answers_.front());
+      answers_.pop_front();
+    }
+    if (!link) {
+      auto opened = co_await backend_.connect();
+      if (!opened) {
+        fail("delivering call results: " + opened.error().message());
+        begin_cancel(ending::provider_error);
+        continue;
+      }
+      link = std::move(opened).value();
+    }
+    auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_ + "/results",
+                                                          token_);
+    request.set(http::field::content_type, ndjson_content_type);
+    request.body() = std::move(body);
+    auto response = co_await exchange(*link, request, 64 * 1024, millis(backend_.options().connect_timeout_seconds));
+    if (response && response.value().status == 404) {
+      // Usually the execution ended on the service while this answer was on its way (the program
+      // gave up on the call, or finished without it): its `done` is on the stream, and the answer
+      // is moot, as a local program's late answer. But if no `done` comes, the results reached a
+      // service that does not run this execution (a load balancer routed them to another replica
+      // than its stream), and the program would wait for its answer until its wall clock.
+      execution_gone_ = true;
+      gone_grace_.expires_after(millis(backend_.options().cancel_grace_seconds));
+      gone_grace_.async_wait([this](boost::system::error_code ec) {
+        if (ec || outcome_ || refused_) return;
+        fail("delivering call results: the service answered 404 (no such execution) while the execution's "
+             "stream was still open, so the results reached a service other than the one running it (check "
+             "that a load balancer routes /v1/executions/{id}/results where the stream went)");
+        begin_cancel(ending::provider_error);
+      });
+    } else if (!response || response.value().status != 200) {
+      fail(response ? status_problem(response.value().status, "delivering call results")
+                    : "delivering call results: " + response.error().message());
+      begin_cancel(ending::provider_error);
+      link.reset();
+    }
+  }
+  if (link) link->close();
+}
+
+awaitable<void> remote_execution::post_cancel() {
+  if (cancel_posted_) co_return;
+  cancel_posted_ = true;
+  auto link = co_await backend_.connect();
+  if (!link) {
+    problems_.push_back("remote: the cancel could not be posted: " + link.error().message());
+    co_return;
+  }
+  auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_ + "/cancel",
+                                                        token_);
+  auto response = co_await exchange(*link.value(), request, 64 * 1024,
+                                    millis(backend_.options().connect_timeout_seconds));
+  if (!response) problems_.push_back("remote: the cancel could not be posted: " + response.error().message());
+  else if (response.value().status != 200 && response.value().status != 404)
+    problems_.push_back(status_problem(response.value().status, "remote: the cancel"));
+  link.value()->close();
+}
+
+sandbox_result remote_execution::assemble() {
+  sandbox_result r;
+  const double elapsed = std::chrono::duration<double>(clock::now() - started_).count();
+  if (refused_ && !accepted_) {
+    r = refused_result(refused_->code == "terms_unmet" ? refusal_failure(refused_->refusal)
+                             : refused_->code == "cancelled"  ? failure_kind::cancelled
+                                                              : failure_kind::provider_error,
+                             fmt::format("the sandbox service did not run the program ({}): {}",
+                                         peer_excerpt(refused_->code, 40), peer_excerpt(refused_->message, 400)));
+    r.cancelled = refused_->code == "cancelled";
+  } else if (outcome_ && ending_ != ending::provider_error) {
+    auto& o = *outcome_;
+    // The service's grades pass through unchanged: the client has nothing to upgrade them with.
+    remote::for_each_carried_member([&](auto carried, auto into) { r.*into = std::move(o.*carried); });
+    for (std::size_t i = 0; i < o.artifacts.size(); ++i) {
+      auto& bytes = artifact_bytes_[i];
+      if (bytes.size() != o.artifacts[i].size_bytes) {
+        ending_ = ending::provider_error;
+        why_ = "an artifact's bytes do not match the size `done` gives";
+        break;
+      }
+      r.artifacts.push_back({.path = o.artifacts[i].path, .size_bytes = bytes.size(), .data = std::move(bytes)});
+    }
+    if (!r.failure && (!r.isolation || *r.isolation < terms_.isolation))
+      r.failure = sandbox_failure{failure_kind::isolation_unavailable,
+                                  fmt::format("the sandbox service reports isolation={} for a request of {}",
+                                              r.isolation ? name_of(*r.isolation) : "none", name_of(terms_.isolation))};
+  }
+  if (ending_ == ending::provider_error || (!outcome_ && !refused_ && ending_ == ending::none)) {
+    sandbox_result failed;
+    failed.failure = sandbox_failure{failure_kind::provider_error,
+                                     why_.empty() ? std::string("the sandbox service gave no result") : why_};
+    failed.duration_seconds = elapsed;
+    failed.problems = std::move(r.problems);
+    r = std::move(failed);
+  } else if (ending_ == ending::timeout) {
+    if (!outcome_) r.duration_seconds = elapsed;
+    r.failure = sandbox_failure{failure_kind::timeout,
+                                fmt::format("the sandbox service did not finish within the wall clock ({} s) and {} s "
+                                            "of slack; a cancel was posted",
+                                            terms_.limits.wall_seconds.value,
+                                            backend_.options().wall_clock_slack_seconds)};
+    r.limit_hit = limit_name::wall_seconds;
+  } else if (ending_ == ending::cancelled) {
+    if (!outcome_) r.duration_seconds = elapsed;
+    r.cancelled = true;
+    if (!r.failure || r.failure->kind != failure_kind::cancelled)
+      r.failure = sandbox_failure{failure_kind::cancelled, "cancelled by the caller; a cancel was posted"};
+  }
+  r.stdout_data = std::move(stdout_);
+  r.stderr_data = std::move(stderr_);
+  r.stdout_size = std::max<std::uint64_t>(r.stdout_size, r.stdout_data.size());
+  r.stderr_size = std::max<std::uint64_t>(r.stderr_size, r.stderr_data.size());
+  r.stdout_preview = make_preview(r.stdout_data, r.stdout_size, terms_.output.preview_bytes);
+  r.stderr_preview = make_preview(r.stderr_data, r.stderr_size, terms_.output.preview_bytes);
+  r.bindings_spent = gateway_.spent();
+  r.problems.insert(r.problems.end(), gateway_.problems().begin(), gateway_.problems().end());
+  r.problems.insert(r.problems.end(), problems_.begin(), problems_.end());
+  r.unavailable_bindings = request_.unavailable_bindings;
+  attach_items(r, terms_.output, request_.blobs, request_.tenant, {request_.budget, setup_.run});
+  return r;
+}
+
+}  // namespace
+
+result<std::unique_ptr<sandbox>> remote_sandbox(remote_sandbox_options options) {
+  auto where = parse_service_url(options.url);
+  if (!where) return where.error();
+  if (!where.value().tls && !is_loopback_host(where.value().host) && !options.allow_insecure_http)
+    return fail_with(error_kind::sandbox_setup,
+                   fmt::format("a credential is refused over plaintext http:// to {}, which is not loopback; use "
+                               "https://, or allow_insecure_http when the network in between is trusted",
+                               where.value().authority));
+  if (!options.token) return fail_with(error_kind::sandbox_setup, "remote_sandbox needs a token resolver");
+  std::unique_ptr<asio::ssl::context> tls;
+  if (where.value().tls) {
+    tls = tls_context(asio::ssl::context::tls_client);
+    boost::system::error_code ec;
+    if (options.ca_file) tls->load_verify_file(*options.ca_file, ec);
+    else tls->set_default_verify_paths(ec);
+    if (ec)
+      return fail_with(error_kind::sandbox_setup,
+                     fmt::format("the CA file {}: {}", options.ca_file.value_or("(system)"), ec.message()));
+    SSL_CTX_set_session_cache_mode(tls->native_handle(), SSL_SESS_CACHE_CLIENT);
+  }
+  return std::unique_ptr<sandbox>(
+      std::make_unique<remote_backend>(std::move(options), std::move(where).value(), std::move(tls)));
+}
+
+secret_resolver command_secret(std::string command) {
+  return [command = std::move(command)]() -> result<std::string> {
+    std::vector<std::string> environment;
+    for (char** e = environ; e && *e; ++e) environment.emplace_back(*e);
+    auto ran = host::run_command({"/bin/sh", "-c", command}, environment, std::chrono::seconds(30));
+    if (!ran) return ran.error();
+    if (ran.value().exit_code != 0)
+      return fail_with(error_kind::provider_error,
+                     fmt::format("the token command exited with status {}", ran.value().exit_code));
+    return host::without_trailing_space(std::move(ran.value().stdout_text));
+  };
+}
+
+}  // namespace psych

@@ -1,0 +1,328 @@
+// The MCP client over stdio (include/psych/host/mcp.hpp): the server is a child process
+// (child_process), the session with it a JSON-RPC peer (json_rpc_peer) on its stdin and stdout
+// with its stderr kept as a bounded tail; this file holds what is MCP's own: the handshake, the
+// paged tool list, tool calls and their results.
+#include "psych/host/mcp.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <boost/hana/adapt_struct.hpp>
+#include <fmt/format.h>
+
+#include "os/child_process.hpp"
+#include "os/host_environment.hpp"
+#include "mcp/json_rpc_peer.hpp"
+#include "os/os_handle.hpp"
+#include "psych/json_text.hpp"
+#include "psych/protocol/json.hpp"
+
+namespace psych::mcp_wire {
+
+// ---- MCP's own messages, as the codec's Hana structs (members named as on the wire) ----
+
+struct client_info {
+  std::string name;
+  std::string version;
+};
+
+struct initialize_params {
+  std::string protocolVersion;
+  std::map<std::string, json_text> capabilities;
+  client_info clientInfo;
+};
+
+struct initialize_result {
+  std::string protocolVersion;
+  static constexpr std::array<std::string_view, 1> required_members{"protocolVersion"};
+};
+
+struct list_params {
+  std::string cursor;
+};
+
+struct wire_tool {
+  std::string name;
+  std::optional<std::string> description;
+  std::optional<json_text> inputSchema;
+  static constexpr std::array<std::string_view, 1> required_members{"name"};
+};
+
+struct list_result {
+  std::vector<wire_tool> tools;
+  std::optional<std::string> nextCursor;
+  static constexpr std::array<std::string_view, 1> required_members{"tools"};
+};
+
+struct call_params {
+  std::string name;
+  json_text arguments;
+};
+
+struct content_item {
+  std::string type;
+  std::optional<std::string> text;
+};
+
+struct call_result_view {
+  std::optional<bool> isError;
+  std::vector<content_item> content;
+};
+
+}  // namespace psych::mcp_wire
+
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::client_info, name, version);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::initialize_params, protocolVersion, capabilities, clientInfo);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::initialize_result, protocolVersion);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::list_params, cursor);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::wire_tool, name, description, inputSchema);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::list_result, tools, nextCursor);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::call_params, name, arguments);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::content_item, type, text);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::call_result_view, isError, content);
+
+namespace psych {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view protocol_version_asked = "2025-06-18";
+constexpr std::size_t max_pages = 100;
+constexpr std::size_t max_tools = 10'000;
+constexpr std::size_t max_line_bytes = std::size_t{16} << 20;
+/// Answers to the server's requests and our notifications waiting to be written: about 100,000
+/// ping answers. A server past it is not reading its input.
+constexpr std::size_t max_queued_bytes = std::size_t{4} << 20;
+constexpr std::size_t stderr_tail_bytes = 4096;
+constexpr auto exit_grace = 1000ms;  // after stdin closes, then again after SIGTERM
+
+/// Messages may nest deeper than the launcher contract's frames (tool schemas, tool results).
+constexpr protocol::json_bounds message_bounds{.max_bytes = max_line_bytes, .max_depth = 256};
+
+/// The variables a server inherits from the host, as the MCP SDKs' default environment (on
+/// Windows, theirs for Windows: what a program needs to find its files and the system's).
+#ifdef _WIN32
+constexpr std::array<const char*, 12> inherited_variables{
+    "APPDATA",  "HOMEDRIVE",  "HOMEPATH", "LOCALAPPDATA", "PATH",        "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE", "SYSTEMROOT", "TEMP",     "USERNAME",     "USERPROFILE", "PROGRAMFILES"};
+#else
+constexpr std::array<const char*, 7> inherited_variables{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
+#endif
+
+auto fail(mcp_error_kind kind, std::string detail, std::int64_t code = 0) {
+  return boost::outcome_v2::failure(mcp_error{kind, std::move(detail), code});
+}
+
+/// A pipe for the server (os_handle.hpp: `first` read, `second` written), or spawn_failed.
+mcp_result<host::os_handle_pair> server_pipe(result<host::os_handle_pair> made) {
+  if (!made) return fail(mcp_error_kind::spawn_failed, made.error().message());
+  return std::move(made).value();
+}
+
+/// The few inherited variables, then the configuration's: nothing else of the host's.
+std::vector<std::string> server_environment(const mcp_server_config& config) {
+  std::map<std::string, std::string> variables;
+  for (const char* name : inherited_variables)
+    if (auto value = host::environment_value(name)) variables[name] = std::move(*value);
+  for (const auto& [name, value] : config.environment) variables[name] = value;
+  std::vector<std::string> environment;
+  for (const auto& [name, value] : variables) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+}  // namespace
+
+struct mcp_client::state {
+  mcp_server_config config;
+  std::optional<host::child_process> child;
+  std::string protocol_version;
+  std::atomic<bool> tools_changed{true};
+
+  std::mutex stderr_mutex;
+  std::string stderr_tail;  ///< guarded by stderr_mutex
+
+  std::unique_ptr<host::json_rpc_peer> peer;  ///< last: it goes first, its threads with it
+
+  void keep_stderr(std::string_view bytes) {
+    std::lock_guard lock{stderr_mutex};
+    stderr_tail.append(bytes);
+    if (stderr_tail.size() > stderr_tail_bytes) stderr_tail.erase(0, stderr_tail.size() - stderr_tail_bytes);
+  }
+
+  /// "exited with status 2; its stderr ends: no config file".
+  std::string epitaph() {
+    std::string text = child->status_text(200ms);
+    std::lock_guard lock{stderr_mutex};
+    std::string_view tail = stderr_tail;
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.remove_suffix(1);
+    if (tail.size() > 1000) tail = tail.substr(tail.size() - 1000);
+    if (!tail.empty()) text += fmt::format("; its stderr ends: {}", tail);
+    return text;
+  }
+
+  /// The server's stdin closed, then 1 s for it to exit, SIGTERM to its group, 1 s, SIGKILL; the
+  /// session's threads are stopped before the server is reaped (the reader watches its pidfd).
+  void shut_down() {
+    if (peer) peer->close_output();
+    if (child && child->pid() > 0) {
+      if (!child->wait_exit(exit_grace)) {
+        child->signal_group(host::ending::ask);
+        if (!child->wait_exit(exit_grace)) child->signal_group(host::ending::kill);
+      }
+      // Whatever the leader left in its group goes too: unreaped, the group's id is still its.
+      child->signal_group(host::ending::kill);
+    }
+    if (peer) {
+      peer->break_with(mcp_error_kind::unusable, fmt::format("the client of {} was closed", config.name));
+      peer.reset();
+    }
+    if (child) (void)child->reap();
+  }
+};
+
+// ---- mcp_client -------------------------------------------------------------------------------
+
+mcp_client::mcp_client(std::unique_ptr<state> s) : state_(std::move(s)) {}
+
+mcp_client::~mcp_client() {
+  if (state_) state_->shut_down();
+}
+
+const std::string& mcp_client::name() const noexcept { return state_->config.name; }
+const std::string& mcp_client::protocol_version() const noexcept { return state_->protocol_version; }
+pid_t mcp_client::pid() const noexcept { return state_->child ? state_->child->pid() : -1; }
+bool mcp_client::take_tools_changed() noexcept { return state_->tools_changed.exchange(false); }
+bool mcp_client::usable() const { return state_->peer->usable(); }
+
+mcp_result<std::unique_ptr<mcp_client>> mcp_client::start(const mcp_server_config& config) {
+  if (config.command.empty() || config.command.front().empty())
+    return fail(mcp_error_kind::invalid_config, fmt::format("the server {} has no command", config.name));
+  if (config.timeout <= std::chrono::milliseconds::zero())
+    return fail(mcp_error_kind::invalid_config, fmt::format("the server {} has a timeout that is not positive",
+                                                            config.name));
+
+  auto s = std::make_unique<state>();
+  s->config = config;
+  host::os_handle to_server = host::no_os_handle, from_server = host::no_os_handle, server_stderr = host::no_os_handle;
+  {
+    // On Windows the host's ends are overlapped: the server's stdin written, its outputs read.
+    BOOST_OUTCOME_TRY(auto in, server_pipe(host::input_pipe()));
+    BOOST_OUTCOME_TRY(auto out, server_pipe(host::output_pipe()));
+    BOOST_OUTCOME_TRY(auto err, server_pipe(host::output_pipe()));
+    auto spawned = host::child_process::spawn({.argv = config.command,
+                                               .search_path = true,
+                                               .environment = server_environment(config),
+                                               .descriptors = {in.first.get(), out.second.get(), err.second.get()}});
+    if (!spawned)
+      return fail(mcp_error_kind::spawn_failed,
+                  fmt::format("the server {}: {}", config.name, spawned.error().message()));
+    s->child.emplace(std::move(spawned).value());
+    to_server = in.second.release();
+    from_server = out.first.release();
+    server_stderr = err.first.release();
+  }  // the child's ends close here: its exit is end of file on ours
+
+  state* raw = s.get();
+  s->peer = std::make_unique<host::json_rpc_peer>(
+      host::json_rpc_peer::options{.server_name = config.name,
+                                   .max_line_bytes = max_line_bytes,
+                                   .max_queued_bytes = max_queued_bytes,
+                                   .write_limit = config.timeout},
+      host::json_rpc_peer::handlers{
+          // This client offers no roots, sampling or elicitation: only ping is answered.
+          .request = [](std::string_view method) -> std::optional<std::string> {
+            if (method == "ping") return std::string{"{}"};
+            return std::nullopt;
+          },
+          .notification =
+              [raw](std::string_view method) {
+                if (method == "notifications/tools/list_changed") raw->tools_changed = true;
+              },
+          .side_bytes = [raw](std::string_view bytes) { raw->keep_stderr(bytes); },
+          .epitaph = [raw] { return raw->epitaph(); }},
+      from_server, to_server, server_stderr, s->child->pidfd());
+  std::unique_ptr<mcp_client> client{new mcp_client{std::move(s)}};
+  if (auto broken = raw->peer->broken()) return boost::outcome_v2::failure(std::move(*broken));
+
+  // The handshake. initialize may not be cancelled (the MCP lifecycle), so none is sent.
+  const std::string params = protocol::encode_json(mcp_wire::initialize_params{
+      .protocolVersion = std::string(protocol_version_asked),
+      .capabilities = {},
+      .clientInfo = {.name = "psych", .version = "0.1.0"}});
+  auto answer = raw->peer->request("initialize", params, config.timeout, {}, /*cancellable=*/false);
+  if (!answer) {
+    mcp_error e = std::move(answer).error();
+    e.detail = "initialize: " + e.detail;
+    return boost::outcome_v2::failure(std::move(e));
+  }
+  auto initialized = protocol::decode_json<mcp_wire::initialize_result>(answer.value(), message_bounds);
+  if (!initialized)
+    return fail(mcp_error_kind::protocol_violation,
+                fmt::format("initialize: the server {} answered {}", config.name, initialized.error().message()));
+  raw->protocol_version = std::move(initialized.value().protocolVersion);
+  raw->peer->notify("notifications/initialized", "{}");
+  if (auto broken = raw->peer->broken()) return boost::outcome_v2::failure(std::move(*broken));
+  return client;
+}
+
+mcp_result<std::vector<mcp_tool>> mcp_client::list_tools() {
+  std::vector<mcp_tool> tools;
+  std::optional<std::string> cursor;
+  for (std::size_t page = 0; page < max_pages; ++page) {
+    std::string params = cursor ? protocol::encode_json(mcp_wire::list_params{*cursor}) : std::string{"{}"};
+    BOOST_OUTCOME_TRY(auto raw, state_->peer->request("tools/list", std::move(params), state_->config.timeout, {}));
+    auto listed = protocol::decode_json<mcp_wire::list_result>(raw, message_bounds);
+    if (!listed)
+      return fail(mcp_error_kind::protocol_violation,
+                  fmt::format("tools/list: the server {} answered {}", name(), listed.error().message()));
+    for (mcp_wire::wire_tool& t : listed.value().tools) {
+      if (tools.size() == max_tools)
+        return fail(mcp_error_kind::protocol_violation,
+                    fmt::format("tools/list: the server {} lists more than {} tools", name(), max_tools));
+      tools.push_back({std::move(t.name), t.description.value_or(""),
+                       t.inputSchema ? std::move(t.inputSchema->text) : std::string{"{}"}});
+    }
+    cursor = std::move(listed.value().nextCursor);
+    if (!cursor || cursor->empty()) return tools;
+  }
+  return fail(mcp_error_kind::protocol_violation,
+              fmt::format("tools/list: the server {} pages past {} pages", name(), max_pages));
+}
+
+mcp_result<mcp_call_result> mcp_client::call_tool(std::string_view name, std::string_view arguments_json,
+                                                  std::stop_token stop) {
+  return call_tool(name, arguments_json, std::move(stop), state_->config.timeout);
+}
+
+mcp_result<mcp_call_result> mcp_client::call_tool(std::string_view tool, std::string_view arguments_json,
+                                                  std::stop_token stop, std::chrono::milliseconds timeout) {
+  auto arguments = protocol::decode_json<json_text>(arguments_json, message_bounds);
+  if (!arguments || arguments.value().text.front() != '{')
+    return fail(mcp_error_kind::invalid_arguments,
+                arguments ? std::string{"the arguments are not a JSON object"} : arguments.error().message());
+  std::string params = protocol::encode_json(
+      mcp_wire::call_params{.name = std::string(tool), .arguments = std::move(arguments).value()});
+  BOOST_OUTCOME_TRY(auto raw, state_->peer->request("tools/call", std::move(params), timeout, std::move(stop)));
+  auto view = protocol::decode_json<mcp_wire::call_result_view>(raw, message_bounds);
+  if (!view)
+    return fail(mcp_error_kind::protocol_violation,
+                fmt::format("tools/call {}: the server {} answered {}", tool, name(), view.error().message()));
+  if (view.value().isError.value_or(false)) {
+    std::string text;
+    for (const mcp_wire::content_item& item : view.value().content) {
+      if (!item.text) continue;
+      if (!text.empty()) text += '\n';
+      text += *item.text;
+      if (text.size() > stderr_tail_bytes) break;
+    }
+    if (text.empty()) text = protocol::detail::excerpt(raw, 1000);
+    return fail(mcp_error_kind::tool_failed, protocol::detail::excerpt(text, stderr_tail_bytes));
+  }
+  return mcp_call_result{std::move(raw)};
+}
+
+}  // namespace psych
