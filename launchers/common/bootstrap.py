@@ -51,7 +51,7 @@ MEMORY_RESERVE = [bytes(2 << 20)]
 BOOTSTRAP_GLOBALS = globals()  # tells our frames from the program's, even if both say "<string>"
 BOOTSTRAP_MODULE = sys.modules["__main__"]  # kept alive once the program takes over __main__
 PROGRAM_NAMESPACE = {}  # the program's globals, once prepare_interpreter made them
-if WINDOWS:  # Winsock's numbers, read as the test child reads them (launchers/windows/test_child/report.cpp)
+if WINDOWS:  # Winsock's numbers, read as the test child reads them (tests/windows_launcher/test_child/report.cpp)
     PROBE_OUTCOMES = {0: "connected", 10061: "refused",  # WSAECONNREFUSED
                       10013: "denied",  # WSAEACCES
                       10035: "timeout"}  # WSAEWOULDBLOCK: CPython's own connect timeout; the child's never times out
@@ -283,7 +283,7 @@ def containment_report(canary, ipv4_port, ipv6_port, workspace):
 
 
 def windows_containment_report(canary, ipv4_port, workspace):
-    """hello in the shape of the Windows test child's (launchers/windows/test_child/report.cpp), so
+    """hello in the shape of the Windows test child's (tests/windows_launcher/test_child/report.cpp), so
     the host grades both alike: what Windows has no form of (process groups, uids, seccomp,
     namespaces, cgroups) reads as unset, rlimits are the job's per-process limits, and `job` is the
     Job Object as it reads back from inside (docs/grading.md, "Windows")."""
