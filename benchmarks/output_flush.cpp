@@ -1,4 +1,4 @@
-// Output flushing: what the bootstrap's flusher thread (launchers/common/bootstrap.py, start_flusher)
+// Output flushing: what the bootstrap's flusher thread (launchers/sandbox_runtime/bootstrap.py, start_flusher)
 // costs a program that prints 10^6 lines. Side by side in one run, interleaved round by round:
 //   1. the bootstrap as the launcher runs it, with the flusher (stdout flushed every 50 ms);
 //   2. the same bootstrap source with FLUSH_INTERVAL_SECONDS = 0, its internal switch: no flusher;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plays the host's side of docs/contract.md against launchers/common/bootstrap.py.
+"""Plays the host's side of docs/contract.md against launchers/sandbox_runtime/bootstrap.py.
 
 The bootstrap is spawned as `<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT
 WORKSPACE`, cwd = a fresh workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a
@@ -29,13 +29,13 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMMON = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common"))
-BOOTSTRAP_PATH = os.path.join(COMMON, "bootstrap.py")
+RUNTIME = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "sandbox_runtime"))
+BOOTSTRAP_PATH = os.path.join(RUNTIME, "bootstrap.py")
 with open(BOOTSTRAP_PATH, encoding="utf-8") as source_file:
     BOOTSTRAP = source_file.read()
-with open(os.path.join(COMMON, "bootstrap_loader.py"), encoding="utf-8") as source_file:
+with open(os.path.join(RUNTIME, "bootstrap_loader.py"), encoding="utf-8") as source_file:
     LOADER = source_file.read()
-sys.path.insert(0, COMMON)
+sys.path.insert(0, RUNTIME)
 from compile_bootstrap import make_blob  # noqa: E402  (the build's own blob format)
 sys.path.pop(0)
 PYTHON = os.environ.get("BOOTSTRAP_PYTHON", sys.executable)

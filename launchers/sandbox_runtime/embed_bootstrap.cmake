@@ -33,7 +33,7 @@ if(blob_size LESS 8)
   message(FATAL_ERROR "${BLOB} is ${blob_size} bytes, shorter than its own header")
 endif()
 
-file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/common/bootstrap_loader.py and bootstrap.py by embed_bootstrap.cmake.
+file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/sandbox_runtime/bootstrap_loader.py and bootstrap.py by embed_bootstrap.cmake.
 // Do not edit.
 #pragma once
 #include <span>
