@@ -1,7 +1,9 @@
-// Output flushing: what the bootstrap's flusher thread (launchers/common/bootstrap.py, start_flusher)
-// costs a program that prints 10^6 lines. Side by side in one run, interleaved round by round:
+// Output flushing: what the bootstrap's flusher thread (start_flusher, in
+// launchers/sandbox_runtime/bootstrap/flusher.py) costs a program that prints 10^6 lines. Side by
+// side in one run, interleaved round by round:
 //   1. the bootstrap as the launcher runs it, with the flusher (stdout flushed every 50 ms);
-//   2. the same bootstrap source with FLUSH_INTERVAL_SECONDS = 0, its internal switch: no flusher;
+//   2. the same bootstrap source (the parts joined, as the build writes them) with
+//      FLUSH_INTERVAL_SECONDS = 0, its internal switch: no flusher;
 //   3. bare `python3 -I -S -c <the same loop>`, for reference.
 // Each is spawned the way tests/bootstrap spawns the bootstrap (fd 3 a socketpair with the `run`
 // frame already queued, fd 1 a pipe this process drains), and timed from spawn to exit with the

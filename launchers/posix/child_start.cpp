@@ -20,7 +20,7 @@ string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_v
   std::vector<std::string> argv{launch.interpreter, "-I", "-S", "-c", std::string(loader), launch.token,
                                  launch.canary, std::to_string(launch.probe.ipv4_port),
                                  std::to_string(launch.probe.ipv6_port), launch.workspace};
-  // A prepared child loads what its claim's narrowing needs while it waits (bootstrap.py, main()).
+  // A prepared child loads what its claim's narrowing needs while it waits (the bootstrap's main.py, main()).
   if (launch.prepared) argv.emplace_back("prepared");
   return string_vector(std::move(argv));
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Plays the host's side of docs/contract.md against launchers/common/bootstrap.py.
+"""Plays the host's side of docs/contract.md against the bootstrap: the parts in
+launchers/sandbox_runtime/bootstrap/, joined by compile_bootstrap.join() as the build joins them.
 
-The bootstrap is spawned as `<python> -I -S -c <source> TOKEN CANARY IPV4_PORT IPV6_PORT
+The bootstrap is spawned as `<python> -I -S -c <joined source> TOKEN CANARY IPV4_PORT IPV6_PORT
 WORKSPACE`, cwd = a fresh workspace, fd 0 = /dev/null, fds 1/2 = pipes, fd 3 = one end of a
 SOCK_STREAM socketpair. The Linux launcher passes bootstrap_loader.py as the `-c` source instead,
 with the precompiled bootstrap on fd 4; the loader's own tests (test_loader_*) spawn it that way.
@@ -29,15 +30,13 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMMON = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common"))
-BOOTSTRAP_PATH = os.path.join(COMMON, "bootstrap.py")
-with open(BOOTSTRAP_PATH, encoding="utf-8") as source_file:
-    BOOTSTRAP = source_file.read()
-with open(os.path.join(COMMON, "bootstrap_loader.py"), encoding="utf-8") as source_file:
+RUNTIME = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "sandbox_runtime"))
+with open(os.path.join(RUNTIME, "bootstrap_loader.py"), encoding="utf-8") as source_file:
     LOADER = source_file.read()
-sys.path.insert(0, COMMON)
-from compile_bootstrap import make_blob  # noqa: E402  (the build's own blob format)
+sys.path.insert(0, RUNTIME)
+from compile_bootstrap import FILENAME, PARTS_DIR, join, make_blob  # noqa: E402  (the build's own join and blob)
 sys.path.pop(0)
+BOOTSTRAP = join().decode("utf-8")
 PYTHON = os.environ.get("BOOTSTRAP_PYTHON", sys.executable)
 TOKEN = "0123456789abcdef0123456789abcdef"
 ENVIRONMENT = {"HOME": "/nonexistent-home", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -942,25 +941,25 @@ def test_loader_refuses_a_truncated_blob_with_exit_3():
 
 
 # ---- the Windows side: what of it runs anywhere -------------------------------------------------
-# No Windows CPython runs here (docs/windows-launcher.md): these check what bootstrap.py's Windows
-# branches hold that needs no Windows, read or compiled from bootstrap.py's own source, against the
+# No Windows CPython runs here (docs/windows-launcher.md): these check what the bootstrap's Windows
+# branches hold that needs no Windows, read or compiled from the bootstrap's own source, against the
 # host's decoder (include/psych/reports.hpp). The rest waits for the CI matrix's Windows job.
 
 REPORTS_HPP = os.path.normpath(os.path.join(HERE, "..", "..", "include", "psych", "reports.hpp"))
 
 
 def bootstrap_functions(*names):
-    """Top-level functions of bootstrap.py compiled from its source alone, without running the rest
+    """Top-level functions of the bootstrap compiled from its source alone, without running the rest
     of it: for its pure parts, which need nothing but their arguments."""
-    tree = ast.parse(BOOTSTRAP, BOOTSTRAP_PATH)
+    tree = ast.parse(BOOTSTRAP, FILENAME)
     wanted = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in names]
     namespace = {}
-    exec(compile(ast.Module(wanted, []), BOOTSTRAP_PATH, "exec", dont_inherit=True), namespace)
+    exec(compile(ast.Module(wanted, []), FILENAME, "exec", dont_inherit=True), namespace)
     return [namespace[name] for name in names]
 
 
 def report_keys(function_name):
-    """The keys of the dict literal a function of bootstrap.py returns as hello's report."""
+    """The keys of the dict literal a function of the bootstrap returns as hello's report."""
     function = next(node for node in ast.parse(BOOTSTRAP).body
                     if isinstance(node, ast.FunctionDef) and node.name == function_name)
     returned = [node.value for node in ast.walk(function) if isinstance(node, ast.Return)
@@ -978,8 +977,8 @@ def adapted_fields(struct):
 
 
 def test_bootstrap_source_parses_and_compiles():
-    ast.parse(BOOTSTRAP, BOOTSTRAP_PATH)
-    compile(BOOTSTRAP, BOOTSTRAP_PATH, "exec", dont_inherit=True)
+    ast.parse(BOOTSTRAP, FILENAME)
+    compile(BOOTSTRAP, FILENAME, "exec", dont_inherit=True)
 
 
 def test_windows_hello_has_the_shape_the_host_decodes():
@@ -1157,7 +1156,7 @@ def test_startup_cost_of_return_1():
 
 def main():
     reserve_fds_3_and_4()
-    print(f"bootstrap: {BOOTSTRAP_PATH}\ninterpreter: {PYTHON}")
+    print(f"bootstrap: {PARTS_DIR}, joined\ninterpreter: {PYTHON}")
     tests = [(name, test) for name, test in globals().items() if name.startswith("test_") and callable(test)]
     passed = failed = skipped = 0
     for name, test in tests:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Windows loader's own logic, on Linux: launchers/common/bootstrap_loader_windows.py.
+"""The Windows loader's own logic, on Linux: launchers/sandbox_runtime/bootstrap_loader_windows.py.
 
 On Windows the loader reads the handover pipe through `_winapi` (ReadFile, CloseHandle), which
 Linux has not. Each case runs the loader's exact source in a fresh interpreter with a `_winapi`
@@ -19,10 +19,10 @@ import sys
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMMON = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "common"))
-with open(os.path.join(COMMON, "bootstrap_loader_windows.py"), encoding="utf-8") as source_file:
+RUNTIME = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "sandbox_runtime"))
+with open(os.path.join(RUNTIME, "bootstrap_loader_windows.py"), encoding="utf-8") as source_file:
     LOADER = source_file.read()
-sys.path.insert(0, COMMON)
+sys.path.insert(0, RUNTIME)
 from compile_bootstrap import make_blob  # noqa: E402  (the build's own blob format)
 sys.path.pop(0)
 PYTHON = os.environ.get("BOOTSTRAP_PYTHON", sys.executable)
@@ -122,7 +122,7 @@ def test_refuses_a_short_pipe_with_exit_3():
 
 
 def main():
-    print(f"loader: {os.path.join(COMMON, 'bootstrap_loader_windows.py')}\ninterpreter: {PYTHON}")
+    print(f"loader: {os.path.join(RUNTIME, 'bootstrap_loader_windows.py')}\ninterpreter: {PYTHON}")
     passed = failed = 0
     for name, test in [(n, t) for n, t in globals().items() if n.startswith("test_") and callable(t)]:
         try:

@@ -36,7 +36,7 @@ std::optional<double> setup_seconds();
 /// `path` as the launcher names it: Wine's Z: drive under Wine, itself on Windows.
 std::string launcher_path_of(const std::filesystem::path& path);
 
-/// The contract-speaking test child (launchers/windows/test_child), as the host sees it.
+/// The contract-speaking test child (tests/windows_launcher/test_child), as the host sees it.
 std::filesystem::path test_child();
 
 /// What is left of `until`, in milliseconds for poll or WSAPoll: at most a minute, so a caller's

@@ -1,6 +1,6 @@
 // psych-launch-windows.exe, driven by a host under Wine from Linux, or natively on Windows (the same
 // cases, host_os.hpp; docs/windows-launcher.md): the same expectations as the conformance cases, for
-// a launcher whose interpreter is the contract-speaking test child (launchers/windows/test_child).
+// a launcher whose interpreter is the contract-speaking test child (test_child/, beside this file).
 // What Wine cannot show (its Job Object reads every limit back as 0) must then grade below
 // ENFORCED; the cases that need the limit held are reported as a documented backend limit there,
 // and run in full on real Windows.

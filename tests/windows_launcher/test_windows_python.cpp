@@ -1,6 +1,6 @@
 // psych-launch-windows.exe with a real CPython as the interpreter: the launcher starts it as
 // `python -I -S -c <loader> …`, the loader takes the channel and the precompiled bootstrap from
-// the handover pipe (launchers/common/bootstrap_loader_windows.py), and the bootstrap says hello,
+// the handover pipe (launchers/sandbox_runtime/bootstrap_loader_windows.py), and the bootstrap says hello,
 // runs the program and answers done, as the conformance cases expect of every backend.
 //
 // PSYCH_WINDOWS_PYTHON names the interpreter, as the launcher sees the path. Under Wine there is

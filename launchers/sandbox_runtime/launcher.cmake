@@ -1,8 +1,9 @@
-# What every launcher's build does alike: embed the bootstrap, precompiled by the build machine's own
-# interpreter (compile_bootstrap.py) and turned into a header of bytes (embed_bootstrap.cmake); and
-# put the executable where the CLI and the library find it, in the build tree as installed.
-set(PSYCH_BOOTSTRAP_SOURCE ${CMAKE_CURRENT_LIST_DIR}/bootstrap.py CACHE FILEPATH
-    "The Python bootstrap embedded into the launcher")
+# What every launcher's build does alike: embed the bootstrap, its parts joined and precompiled by
+# the build machine's own interpreter (compile_bootstrap.py) and turned into a header of bytes
+# (embed_bootstrap.cmake); and put the executable where the CLI and the library find it, in the
+# build tree as installed.
+set(PSYCH_BOOTSTRAP_PARTS ${CMAKE_CURRENT_LIST_DIR}/bootstrap CACHE PATH
+    "The folder of the Python bootstrap's parts, joined and embedded into the launcher")
 
 # The bootstrap is precompiled with the build machine's own interpreter: the system's first, never
 # a version manager's shim (pyenv's is a script that picks a Python from the environment, which
@@ -17,32 +18,38 @@ endif()
 
 # Adds generated/psych_bootstrap.hpp (bootstrap_loader and bootstrap_blob) to `target`, in the
 # current binary directory. LOADER: the `-c` argument, bootstrap_loader.py unless named (the Windows
-# launcher's reads the handover pipe instead of fd 4).
+# launcher's reads the handover pipe instead of fd 4). The joined source the blob carries is written
+# beside it as generated/bootstrap.py, named by the target's PSYCH_BOOTSTRAP_JOINED property, for
+# what runs the bootstrap as source (benchmarks/output_flush.cpp).
 function(psych_embed_bootstrap target)
   cmake_parse_arguments(PARSE_ARGV 1 embed "" "LOADER" "")
-  set(common ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  set(runtime ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   if(NOT embed_LOADER)
-    set(embed_LOADER ${common}/bootstrap_loader.py)
+    set(embed_LOADER ${runtime}/bootstrap_loader.py)
   endif()
+  # compile_bootstrap.py's ORDER says which parts there are, and refuses a folder that differs.
+  file(GLOB parts CONFIGURE_DEPENDS ${PSYCH_BOOTSTRAP_PARTS}/*.py)
   set(generated ${CMAKE_CURRENT_BINARY_DIR}/generated)
   set(blob ${generated}/bootstrap.blob)
+  set(joined ${generated}/bootstrap.py)
   set(header ${generated}/psych_bootstrap.hpp)
   add_custom_command(
-    OUTPUT ${blob}
+    OUTPUT ${blob} ${joined}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${generated}
-    COMMAND ${PSYCH_BUILD_PYTHON} -I ${common}/compile_bootstrap.py ${PSYCH_BOOTSTRAP_SOURCE} ${blob}
-    DEPENDS ${PSYCH_BOOTSTRAP_SOURCE} ${common}/compile_bootstrap.py ${PSYCH_BUILD_PYTHON}
-    COMMENT "Precompiling the bootstrap with ${PSYCH_BUILD_PYTHON}"
+    COMMAND ${PSYCH_BUILD_PYTHON} -I ${runtime}/compile_bootstrap.py ${PSYCH_BOOTSTRAP_PARTS} ${blob} ${joined}
+    DEPENDS ${parts} ${runtime}/compile_bootstrap.py ${PSYCH_BUILD_PYTHON}
+    COMMENT "Joining and precompiling the bootstrap with ${PSYCH_BUILD_PYTHON}"
     VERBATIM)
   add_custom_command(
     OUTPUT ${header}
     COMMAND ${CMAKE_COMMAND} -DLOADER=${embed_LOADER} -DBLOB=${blob} -DOUTPUT=${header}
-            -P ${common}/embed_bootstrap.cmake
-    DEPENDS ${embed_LOADER} ${blob} ${common}/embed_bootstrap.cmake
+            -P ${runtime}/embed_bootstrap.cmake
+    DEPENDS ${embed_LOADER} ${blob} ${runtime}/embed_bootstrap.cmake
     COMMENT "Embedding the bootstrap into ${target}"
     VERBATIM)
   target_sources(${target} PRIVATE ${header})
   target_include_directories(${target} PRIVATE ${generated})
+  set_target_properties(${target} PROPERTIES PSYCH_BOOTSTRAP_JOINED ${joined})
 endfunction()
 
 # In the build tree the launcher sits where an install puts it relative to the CLI

@@ -1,7 +1,7 @@
 # Turns the bootstrap into a C++ header at build time:
 #   cmake -DLOADER=bootstrap_loader.py -DBLOB=bootstrap.blob -DOUTPUT=psych_bootstrap.hpp -P embed_bootstrap.cmake
-# LOADER is the interpreter's `-c` argument; BLOB is what compile_bootstrap.py made of bootstrap.py
-# (magic, length, marshalled code, source), which the child reads from fd 4.
+# LOADER is the interpreter's `-c` argument; BLOB is what compile_bootstrap.py made of the bootstrap's
+# parts, joined (magic, length, marshalled code, source), which the child reads from fd 4.
 # Bytes rather than raw string literals, so no delimiter can collide with the contents.
 
 # "0x41,0x42,..." for a file's bytes, 16 to a line.
@@ -33,7 +33,7 @@ if(blob_size LESS 8)
   message(FATAL_ERROR "${BLOB} is ${blob_size} bytes, shorter than its own header")
 endif()
 
-file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/common/bootstrap_loader.py and bootstrap.py by embed_bootstrap.cmake.
+file(WRITE "${OUTPUT}.tmp" "// Generated from launchers/sandbox_runtime/bootstrap_loader.py and bootstrap/*.py by embed_bootstrap.cmake.
 // Do not edit.
 #pragma once
 #include <span>
