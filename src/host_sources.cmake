@@ -18,10 +18,16 @@ set(psych_host_sources
   host/bindings/output_reader.cpp
   host/bindings/read_tool_output.cpp
   host/execution/session.cpp
+  host/execution/session_launch.cpp
+  host/execution/session_conversation.cpp
+  host/execution/session_clock.cpp
+  host/execution/session_result.cpp
+  host/execution/claim_point.cpp
   host/execution/launcher_process.cpp
   host/execution/loopback_attach.cpp
   host/execution/loopback_probe.cpp
   host/execution/attachments.cpp
+  host/execution/finish_result.cpp
   host/mcp/json_rpc_peer.cpp
   host/mcp/mcp_client.cpp
   host/mcp/mcp_binding_source.cpp

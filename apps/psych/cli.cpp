@@ -233,12 +233,15 @@ void add_serve_options(CLI::App& app, serve_command& serve) {
 
 // CLI11 shows a command's description both in the list of commands and atop its own help, so the
 // description is one line and the longer prose goes in the footer.
-constexpr const char* run_footer =
-    "PROGRAM may use top-level await and top-level return; otherwise its final expression is its value.\n"
-    "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall 30 s).\n"
-    "Program-made text in the readable report has its control characters spelled out (\\x1b); --json keeps the "
-    "exact bytes.\n"
-    "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.";
+std::string run_footer() {
+  return fmt::format(
+      "PROGRAM may use top-level await and top-level return; otherwise its final expression is its value.\n"
+      "Limits only narrow the backend's own (cpu 10 s, memory 512M, file 10M, 64 processes, wall {} s).\n"
+      "Program-made text in the readable report has its control characters spelled out (\\x1b); --json keeps the "
+      "exact bytes.\n"
+      "exit status: 0 completed; 1 failed or hit a limit; 2 usage or configuration error; 3 refused.",
+      default_wall_seconds);
+}
 constexpr const char* serve_footer =
     "Runs executions sent by psych run --remote (or any remote_sandbox) on one local backend; the programs' tool\n"
     "calls go back to the client that sent them. SIGHUP re-reads the token file; SIGTERM drains and stops.\n"
@@ -263,7 +266,7 @@ result<command> parse(std::span<const std::string_view> args) {
   app.require_subcommand(1);
   app.footer("psych COMMAND --help for the options of a command.");
   auto* run_app = app.add_subcommand("run", "run one model-written program in a fresh sandbox and print its result");
-  run_app->footer(run_footer);
+  run_app->footer(run_footer());
   add_run_options(*run_app, run);
   auto* describe_app = app.add_subcommand(
       "describe", "show the local backends and what the sandbox can prove (a fixed probe, no program)");

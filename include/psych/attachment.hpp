@@ -43,18 +43,24 @@ constexpr placement place(std::uint64_t captured, std::uint64_t produced, const 
   return policy.preserve == output_preservation::required ? placement::refuse : placement::preview_only;
 }
 
-/// The attachment for an item, before any storing: the preview, the sizes, and what is let go
-/// if it stays preview-only. The host sets `location`, `handle` and `bytes_let_go` for a stored one.
+/// The attachment for an item, before any storing, from its preview as `cut`: the sizes, and what
+/// is let go if it stays preview-only. The host sets `location`, `handle` and `bytes_let_go` for a stored one.
 inline result_attachment describe_item(std::string name, std::string content_type, std::string_view captured,
-                                       std::uint64_t produced, const output_policy& policy) {
-  const auto cut = cut_preview(captured, produced, policy.preview_bytes);
+                                       std::uint64_t produced, preview_cut cut) {
   return {.name = std::move(name),
           .content_type = std::move(content_type),
           .size_bytes = produced,
           .truncated = produced > captured.size(),
           .location = cut.kept_bytes == produced ? attachment_location::inline_bytes : attachment_location::preview_only,
           .bytes_let_go = produced - cut.kept_bytes,
-          .preview = cut.text};
+          .preview = std::move(cut.text)};
+}
+
+/// As above, with the preview cut here from the policy's preview_bytes.
+inline result_attachment describe_item(std::string name, std::string content_type, std::string_view captured,
+                                       std::uint64_t produced, const output_policy& policy) {
+  return describe_item(std::move(name), std::move(content_type), captured, produced,
+                       cut_preview(captured, produced, policy.preview_bytes));
 }
 
 }  // namespace psych

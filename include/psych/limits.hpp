@@ -68,13 +68,17 @@ struct request {
 };
 
 
+/// The spec's wall clock of an execution, in seconds: SandboxLimits' default, and the longest a
+/// backend's probe of itself may run.
+inline constexpr double default_wall_seconds = 30.0;
+
 /// SandboxLimits: what a backend enforces, every dimension a value. Defaults are the spec's.
 struct sandbox_limits {
   cap<limit_name::cpu_seconds, double> cpu_seconds = 10.0;
   cap<limit_name::memory_bytes, std::uint64_t> address_space_bytes = std::uint64_t{512} << 20;
   cap<limit_name::file_size_bytes, std::uint64_t> file_size_bytes = std::uint64_t{10} << 20;
   cap<limit_name::process_count, std::uint64_t> process_count = 64;
-  cap<limit_name::wall_seconds, double> wall_seconds = 30.0;
+  cap<limit_name::wall_seconds, double> wall_seconds = default_wall_seconds;
   friend constexpr bool operator==(const sandbox_limits&, const sandbox_limits&) = default;
 };
 

@@ -1,13 +1,13 @@
 // The model's payload of one run_code call (src/host/runtime/model_payload.cpp): every item once, nothing
 // empty, a handle only for preserved bytes, grades only below what the ask promised, and every
 // failure, limit, refusal, cut preview, artifact and degraded grade still there and unambiguous.
-// The results are built the way the host builds them (attach_items), without running a program.
+// The results are built the way the host builds them (finish_result), without running a program.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <string_view>
 
-#include "execution/attachments.hpp"
+#include "execution/finish_result.hpp"
 #include "backends/platform_backends.hpp"
 #include "temp_dir.hpp"
 #include "psych/grading.hpp"
@@ -49,11 +49,9 @@ sandbox_result ran(std::string out = {}, std::string err = {}) {
   return r;
 }
 
-/// The host's last step: each item becomes an attachment, in the store when one is wired.
+/// The host's last step: the previews, and each item becomes an attachment, in the store when one is wired.
 sandbox_result attached(sandbox_result r, const output_policy& policy = {}, blob_store* store = nullptr) {
-  r.stdout_preview = make_preview(r.stdout_data, r.stdout_size, policy.preview_bytes);
-  r.stderr_preview = make_preview(r.stderr_data, r.stderr_size, policy.preview_bytes);
-  host::attach_items(r, policy, store, "tenant", {});
+  host::finish_result(r, {}, {.output = policy, .blobs = store, .tenant = "tenant", .account = {}});
   return r;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "execution/attachments.hpp"
+#include "execution/finish_result.hpp"
 #include "bindings/binding_gateway.hpp"
 #include "temp_dir.hpp"
 #include "psych/host/blob_store.hpp"
@@ -37,6 +37,12 @@ const result_attachment& attachment_named(const sandbox_result& r, std::string_v
   return *found;
 }
 
+/// The host's tail of a result (finish_result.hpp): each output preserved, or not, and charged.
+void attach(sandbox_result& r, const output_policy& policy, blob_store* store,
+            const host::preservation_account& account) {
+  host::finish_result(r, {}, {.output = policy, .blobs = store, .tenant = "tenant", .account = account});
+}
+
 /// Allows every call; the calls under test are completed by hand.
 struct allowing_invoker final : tool_invoker {
   call_permission permit(const tool_call&) override { return {}; }
@@ -59,7 +65,7 @@ TEST_CASE("preserved outputs are journalled, recounted from the log, and spend t
   {  // The first execution: its stdout goes to the store and into the log.
     auto log = open_log(log_path);
     auto first = printed(std::string(20000, 'x'), "short");
-    host::attach_items(first, policy, &store, "tenant",
+    attach(first, policy, &store,
                        {budget, {.log = log.get(), .spent_before = tally(records_of(*log)).spent, .execution_id = "x1"}});
     REQUIRE(first.ok());
     CHECK(first.problems.empty());
@@ -79,7 +85,7 @@ TEST_CASE("preserved outputs are journalled, recounted from the log, and spend t
 
   SUBCASE("the next execution's output past the Run's ceiling is not preserved, and says why") {
     auto second = printed(std::string(20000, 'y'));
-    host::attach_items(second, policy, &store, "tenant", {budget, second_run});
+    attach(second, policy, &store, {budget, second_run});
     REQUIRE(second.ok());  // WHEN_AVAILABLE: a problem, not a failure
     const auto& out = attachment_named(second, "stdout");
     CHECK(out.location == attachment_location::preview_only);
@@ -93,7 +99,7 @@ TEST_CASE("preserved outputs are journalled, recounted from the log, and spend t
     CHECK(records_of(*log).size() == 1);  // nothing spent, nothing journalled
 
     auto required = printed(std::string(20000, 'y'));
-    host::attach_items(required, {.preview_bytes = 100, .preserve = output_preservation::required}, &store, "tenant",
+    attach(required, {.preview_bytes = 100, .preserve = output_preservation::required}, &store,
                        {budget, second_run});
     REQUIRE(required.failure);
     CHECK(required.failure->kind == failure_kind::preservation_unavailable);
@@ -102,7 +108,7 @@ TEST_CASE("preserved outputs are journalled, recounted from the log, and spend t
 
   SUBCASE("what still fits is preserved and journalled; the call's result handle then finds no room") {
     auto second = printed(std::string(3000, 'z'));
-    host::attach_items(second, policy, &store, "tenant", {budget, second_run});
+    attach(second, policy, &store, {budget, second_run});
     REQUIRE(second.ok());
     CHECK(attachment_named(second, "stdout").location == attachment_location::blob);
     CHECK(tally(records_of(*log)).spent.preserved == 23000);
@@ -134,7 +140,7 @@ TEST_CASE("preserved outputs: with no run log they are counted in memory once st
   auto opened = open_directory_blob_store(dir.file("blobs"));
   REQUIRE(opened);
   auto r = printed(std::string(5000, 'x'));
-  host::attach_items(r, {.preview_bytes = 100}, opened.value().get(), "tenant", {});
+  attach(r, {.preview_bytes = 100}, opened.value().get(), {});
   REQUIRE(r.ok());
   CHECK(attachment_named(r, "stdout").location == attachment_location::blob);
   CHECK(r.bindings_spent.preserved == 5000);

@@ -15,6 +15,7 @@ struct item {
   std::string content_type;
   std::string_view captured;
   std::uint64_t produced;
+  std::optional<preview_cut> preview;  ///< a stream's, cut already; nullopt: cut here
 };
 
 /// Why an item could not be preserved, or nothing when the meter has room and the log recorded it.
@@ -39,12 +40,13 @@ std::optional<std::string> charge(sandbox_result& result, const preservation_acc
 }  // namespace
 
 void attach_items(sandbox_result& result, const output_policy& policy, blob_store* store, std::string_view tenant,
-                  const preservation_account& account) {
-  std::vector<item> items{{"stdout", "text/plain", result.stdout_data, result.stdout_size},
-                          {"stderr", "text/plain", result.stderr_data, result.stderr_size}};
-  if (result.value) items.push_back({"value", "application/json", result.value->text, result.value->text.size()});
+                  const preservation_account& account, stream_previews streams) {
+  std::vector<item> items{{"stdout", "text/plain", result.stdout_data, result.stdout_size, std::move(streams.out)},
+                          {"stderr", "text/plain", result.stderr_data, result.stderr_size, std::move(streams.err)}};
+  if (result.value)
+    items.push_back({"value", "application/json", result.value->text, result.value->text.size(), std::nullopt});
   for (const auto& file : result.artifacts)
-    items.push_back({"artifact:" + file.path, "application/octet-stream", file.data, file.size_bytes});
+    items.push_back({"artifact:" + file.path, "application/octet-stream", file.data, file.size_bytes, std::nullopt});
 
   const auto not_preserved = [&](const std::string& name, std::string_view why) {
     auto message = fmt::format("{}: not preserved: {}", name, why);
@@ -53,8 +55,10 @@ void attach_items(sandbox_result& result, const output_policy& policy, blob_stor
     else
       result.problems.push_back(std::move(message));
   };
-  for (const auto& it : items) {
-    auto attachment = describe_item(it.name, it.content_type, it.captured, it.produced, policy);
+  for (auto& it : items) {
+    auto attachment = it.preview
+                          ? describe_item(it.name, it.content_type, it.captured, it.produced, std::move(*it.preview))
+                          : describe_item(it.name, it.content_type, it.captured, it.produced, policy);
     if (place(it.captured.size(), it.produced, policy, store != nullptr) == placement::store) {
       if (auto refused = charge(result, account, it)) {
         not_preserved(it.name, *refused);

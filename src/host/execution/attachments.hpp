@@ -9,6 +9,7 @@
 #include "psych/host/blob_store.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/output.hpp"
+#include "psych/preview.hpp"
 #include "psych/sandbox_result.hpp"
 
 namespace psych::host {
@@ -21,11 +22,16 @@ struct preservation_account {
   run_account run;
 };
 
+/// The streams' previews, cut once (finish_result.hpp): the result's and its attachments' are the same text.
+struct stream_previews {
+  preview_cut out, err;
+};
+
 /// Fills `result.attachments`, and counts what was preserved on `result.bindings_spent.preserved`.
 /// An item the store fails, the meter has no room for or the log cannot record is not preserved;
 /// under REQUIRED that is the result's failure (`preservation_unavailable`), unless the execution
 /// already failed, in which case it is one of its problems.
 void attach_items(sandbox_result& result, const output_policy& policy, blob_store* store, std::string_view tenant,
-                  const preservation_account& account);
+                  const preservation_account& account, stream_previews streams);
 
 }  // namespace psych::host

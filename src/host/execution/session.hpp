@@ -1,8 +1,9 @@
 #pragma once
-// One execution, start to finish: directories, the launcher, the conversation of
-// the contract (over frame_transport.hpp, with the calls in call_dispatcher and
-// the network probe's target in loopback_probe), output capture, the clock,
-// cancellation, grading and the result (decide_failure). Blocking; Asio inside.
+// One execution, start to finish: directories, the launcher (session_launch), the conversation of
+// the contract (session_conversation, over frame_transport.hpp, with the calls in call_dispatcher
+// and the network probe's target in loopback_probe), output capture, the clock and cancellation
+// (session_clock), grading and the result (session_result, decide_failure, finish_result).
+// Blocking; Asio inside.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -54,7 +54,7 @@ class container_backend final : public sandbox {
     }
     execution_terms terms;
     terms.limits = ceiling();
-    terms.limits.wall_seconds = std::min(terms.limits.wall_seconds.value, 30.0);
+    terms.limits.wall_seconds = std::min(terms.limits.wall_seconds.value, default_wall_seconds);
     auto outcome = execute(terms, {}, true, {});
     const auto& r = outcome.result;
     if (r.failure) d.problems.push_back(fmt::format("{}: {}", name_of(r.failure->kind), r.failure->message));

@@ -24,15 +24,14 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
-#include "execution/attachments.hpp"
 #include "backends/backend_support.hpp"
 #include "http/base64.hpp"
 #include "bindings/binding_gateway.hpp"
 #include "bindings/call_dispatcher.hpp"
 #include "http/http_link.hpp"
 #include "psych/host/remote_protocol.hpp"
-#include "psych/preview.hpp"
 #include "os/run_command.hpp"
+#include "execution/finish_result.hpp"
 #include "execution/session.hpp"
 
 extern char** environ;
@@ -682,13 +681,14 @@ sandbox_result remote_execution::assemble() {
   r.stderr_data = std::move(stderr_);
   r.stdout_size = std::max<std::uint64_t>(r.stdout_size, r.stdout_data.size());
   r.stderr_size = std::max<std::uint64_t>(r.stderr_size, r.stderr_data.size());
-  r.stdout_preview = make_preview(r.stdout_data, r.stdout_size, terms_.output.preview_bytes);
-  r.stderr_preview = make_preview(r.stderr_data, r.stderr_size, terms_.output.preview_bytes);
-  r.bindings_spent = gateway_.spent();
-  r.problems.insert(r.problems.end(), gateway_.problems().begin(), gateway_.problems().end());
-  r.problems.insert(r.problems.end(), problems_.begin(), problems_.end());
   r.unavailable_bindings = request_.unavailable_bindings;
-  attach_items(r, terms_.output, request_.blobs, request_.tenant, {request_.budget, setup_.run});
+  auto tail = tail_of_calls(gateway_);
+  tail.problems = std::move(problems_);
+  finish_result(r, std::move(tail),
+                {.output = terms_.output,
+                 .blobs = request_.blobs,
+                 .tenant = request_.tenant,
+                 .account = {request_.budget, setup_.run}});
   return r;
 }
 
