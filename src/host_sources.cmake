@@ -48,6 +48,7 @@ set(psych_host_posix_sources
   host/os/child_process_posix.cpp
   # POSIX by nature: who can reach a path (uids, modes, ACLs).
   host/os/path_access.cpp
+  host/store/open_file_posix.cpp
   host/store/durable_file_posix.cpp
   host/store/store_directory_posix.cpp
   host/execution/execution_dirs_posix.cpp
@@ -62,6 +63,7 @@ set(psych_host_windows_sources
   host/os/os_handle_windows.cpp
   host/os/open_beneath_windows.cpp
   host/os/owner_only_security_windows.cpp
+  host/store/open_file_windows.cpp
   host/store/durable_file_windows.cpp
   host/store/store_directory_windows.cpp
   host/execution/execution_dirs_windows.cpp

@@ -1,6 +1,8 @@
 // The bootstrap in a sealed memfd (Linux).
 #include "bootstrap_fd.hpp"
 
+#include "platform/posix/retry.hpp"
+
 #include <cerrno>
 
 #include <fcntl.h>
@@ -14,13 +16,8 @@ setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob) {
   if (memfd.get() < 0)
     return fail(system_failure("bootstrap", "memfd_create", errno, "psych-bootstrap, MFD_CLOEXEC | MFD_ALLOW_SEALING"));
   // pwrite, not write: the child shares this file description, and must find its offset at 0.
-  std::size_t done = 0;
-  while (done < blob.size()) {
-    const ssize_t n = ::pwrite(memfd.get(), blob.data() + done, blob.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(system_failure("bootstrap", "pwrite", n < 0 ? errno : EIO, "psych-bootstrap"));
-    done += static_cast<std::size_t>(n);
-  }
+  if (const auto written = posix::pwrite_all(memfd.get(), blob.data(), blob.size(), 0); written.done < blob.size())
+    return fail(system_failure("bootstrap", "pwrite", written.error != 0 ? written.error : EIO, "psych-bootstrap"));
   if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0)
     return fail(system_failure("bootstrap", "fcntl", errno, "F_ADD_SEALS, SEAL|SHRINK|GROW|WRITE"));
   return memfd;

@@ -20,6 +20,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 namespace {
@@ -41,8 +43,7 @@ setup_result<std::string> read_file(const std::string& path) {
   std::string text;
   char chunk[4096];
   for (;;) {
-    const ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
+    const ssize_t got = posix::retry_on_eintr([&] { return ::read(fd, chunk, sizeof chunk); });
     if (got <= 0) {
       const int error = got < 0 ? errno : 0;
       ::close(fd);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fds.hpp"
+#include "platform/posix/retry.hpp"
 
 namespace psych::launcher {
 namespace {
@@ -21,8 +22,7 @@ setup_result<std::string> read_token() {
   std::string token;
   for (;;) {
     char byte = 0;
-    const ssize_t n = ::read(0, &byte, 1);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = posix::retry_on_eintr([&] { return ::read(0, &byte, 1); });
     if (n < 0) return fail(system_failure("container", "read", errno, "0 (the token)"));
     if (n == 0 || byte == '\n') break;
     if (token.size() == token_bytes_max) return fail(refusal("container", "the token on stdin is too long"));
@@ -32,14 +32,9 @@ setup_result<std::string> read_token() {
   return token;
 }
 
-setup_result<void> write_all(int fd, const std::string& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(system_failure("container", "send", errno, "the token"));
-    done += static_cast<std::size_t>(n);
-  }
+setup_result<void> send_token(int fd, const std::string& bytes) {
+  if (const auto sent = posix::send_all(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); sent.done < bytes.size())
+    return fail(system_failure("container", "send", sent.error != 0 ? sent.error : EIO, "the token"));
   return success();
 }
 
@@ -53,9 +48,7 @@ setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
   message.msg_iovlen = 1;
   message.msg_control = control;
   message.msg_controllen = sizeof control;
-  ssize_t n = -1;
-  do n = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  const ssize_t n = posix::retry_on_eintr([&] { return ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC); });
   if (n < 0) return fail(system_failure("container", "recvmsg", errno, "the descriptors"));
   const cmsghdr* header = CMSG_FIRSTHDR(&message);
   const bool whole = n == 1 && (message.msg_flags & MSG_CTRUNC) == 0 && header != nullptr &&
@@ -108,7 +101,7 @@ setup_result<void> receive_descriptors(const char* socket_path) {
   } hold{socket};
   if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return fail(system_failure("container", "connect", errno, socket_path));
-  PSYCH_TRY(write_all(socket, token + "\n"));
+  PSYCH_TRY(send_token(socket, token + "\n"));
   int fds[handed_over] = {-1, -1, -1, -1};
   PSYCH_TRY(receive_into(socket, fds));
 

@@ -18,6 +18,7 @@
 #include "capabilities.hpp"
 #include "exec_status.hpp"
 #include "fds.hpp"
+#include "platform/posix/retry.hpp"
 #include "proc.hpp"
 #include "rlimits.hpp"
 #include "seccomp.hpp"
@@ -92,8 +93,7 @@ std::int64_t processes_besides_init() {
   for (;;) {
     int status = 0;
     rusage usage{};
-    const pid_t pid = ::wait4(-1, &status, 0, &usage);
-    if (pid < 0 && errno == EINTR) continue;
+    const pid_t pid = posix::retry_on_eintr([&] { return ::wait4(-1, &status, 0, &usage); });
     if (pid < 0) break;  // no children at all: nothing left to wait for
     if (pid == interpreter) {
       report.status = status;
@@ -108,9 +108,7 @@ std::int64_t processes_besides_init() {
 
 setup_result<void> wait_for_go(int go_fd) {
   char go = 0;
-  ssize_t n;
-  while ((n = ::read(go_fd, &go, 1)) < 0 && errno == EINTR) {
-  }
+  const ssize_t n = posix::retry_on_eintr([&] { return ::read(go_fd, &go, 1); });
   if (n != 1) return fail(refusal("namespaces", "the launcher ended before the sandbox was set up"));
   return success();
 }
@@ -168,8 +166,7 @@ setup_result<pid_t> only_child_of(pid_t init) {
 void end_init(pid_t pid) {
   ::kill(pid, SIGKILL);
   int ignored = 0;
-  while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
-  }
+  (void)posix::retry_on_eintr([&] { return ::waitpid(pid, &ignored, 0); });
 }
 
 }  // namespace
@@ -219,7 +216,7 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
 
 std::optional<init_report> read_init_report(int fd) {
   init_report report;
-  if (read_record(fd, &report, sizeof report) != static_cast<ssize_t>(sizeof report)) return std::nullopt;
+  if (posix::read_all(fd, &report, sizeof report).done != sizeof report) return std::nullopt;
   return report;
 }
 

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 setup_result<std::vector<pid_t>> list_processes() {
@@ -33,13 +35,8 @@ std::optional<std::string_view> read_proc_file(pid_t pid, const char* name, char
   *fmt::format_to_n(path, sizeof path - 1, "/proc/{}/{}", pid, name).out = '\0';
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  std::size_t used = 0;
-  while (used < size) {
-    const ssize_t got = ::read(fd, buffer + used, size - used);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    used += static_cast<std::size_t>(got);
-  }
+  // A read that fails ends the text where it got to, as the end of the file does.
+  const std::size_t used = posix::read_all(fd, buffer, size).done;
   ::close(fd);
   if (used == 0) return std::nullopt;
   return std::string_view(buffer, used);

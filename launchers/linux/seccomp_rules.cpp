@@ -15,6 +15,8 @@
 
 #include <seccomp.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 namespace {
@@ -76,13 +78,9 @@ setup_result<std::vector<sock_filter>> export_program(scmp_filter_ctx context) {
     if (size <= 0 || size % unit != 0 || size / unit > BPF_MAXINSNS)
       return fail(refusal("seccomp", "libseccomp exported no usable BPF program"));
     std::vector<sock_filter> program(static_cast<std::size_t>(size / unit));
-    auto* bytes = reinterpret_cast<char*>(program.data());
-    for (off_t done = 0; done < size;) {
-      const ssize_t n = ::pread(fd, bytes + done, static_cast<std::size_t>(size - done), done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return fail(system_failure("seccomp", "pread", n < 0 ? errno : EIO, "psych-seccomp"));
-      done += n;
-    }
+    if (const auto got = posix::pread_all(fd, program.data(), static_cast<std::size_t>(size), 0);
+        got.done < static_cast<std::size_t>(size))
+      return fail(system_failure("seccomp", "pread", got.error != 0 ? got.error : EIO, "psych-seccomp"));
     return program;
   };
   auto program = read_back();

@@ -8,6 +8,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 namespace {
@@ -23,8 +25,7 @@ signals_seen drain_signal_fd(int fd) {
   signals_seen seen;
   signalfd_siginfo info[8];
   for (;;) {
-    const ssize_t got = ::read(fd, info, sizeof info);
-    if (got < 0 && errno == EINTR) continue;
+    const ssize_t got = posix::retry_on_eintr([&] { return ::read(fd, info, sizeof info); });
     if (got <= 0) break;
     for (std::size_t i = 0; i < static_cast<std::size_t>(got) / sizeof info[0]; ++i) {
       if (info[i].ssi_signo == SIGCHLD) seen.child = true;

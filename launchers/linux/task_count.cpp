@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/posix/retry.hpp"
 #include "proc.hpp"
 
 namespace psych::launcher {
@@ -71,8 +72,7 @@ std::optional<std::vector<char>> sort_by_signal_permission(const std::vector<pid
   const pid_t helper = ::clone(sort_processes, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK, &p);
   if (helper < 0) return std::nullopt;
   int status = 0;
-  while (::waitpid(helper, &status, __WALL) < 0 && errno == EINTR) {
-  }
+  (void)posix::retry_on_eintr([&] { return ::waitpid(helper, &status, __WALL); });
   if (dumpable == 1) ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   if (!p.dropped || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return maybe;

@@ -4,6 +4,8 @@
 // launcher wrote.
 #include "bootstrap_fd.hpp"
 
+#include "platform/posix/retry.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -23,13 +25,8 @@ setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob) {
   const int open_error = errno;
   ::unlink(path.c_str());
   if (reader.get() < 0) return fail(system_failure("bootstrap", "open", open_error, path));
-  std::size_t done = 0;
-  while (done < blob.size()) {
-    const ssize_t n = ::pwrite(writer.get(), blob.data() + done, blob.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(system_failure("bootstrap", "pwrite", n < 0 ? errno : EIO, path));
-    done += static_cast<std::size_t>(n);
-  }
+  if (const auto written = posix::pwrite_all(writer.get(), blob.data(), blob.size(), 0); written.done < blob.size())
+    return fail(system_failure("bootstrap", "pwrite", written.error != 0 ? written.error : EIO, path));
   return reader;
 }
 

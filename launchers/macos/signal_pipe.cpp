@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 namespace {
@@ -29,8 +31,7 @@ signals_seen drain_signal_pipe(int fd) {
   signals_seen seen;
   unsigned char bytes[64];
   for (;;) {
-    const ssize_t got = ::read(fd, bytes, sizeof bytes);
-    if (got < 0 && errno == EINTR) continue;
+    const ssize_t got = posix::retry_on_eintr([&] { return ::read(fd, bytes, sizeof bytes); });
     if (got <= 0) break;
     for (ssize_t i = 0; i < got; ++i) {
       if (bytes[i] == SIGCHLD) seen.child = true;

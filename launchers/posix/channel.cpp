@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 control_channel::control_channel(int fd)
@@ -20,10 +22,7 @@ setup_result<std::optional<std::string>> control_channel::read_line() {
 setup_result<bool> control_channel::receive() {
   if (closed_) return false;
   char buffer[64 * 1024];
-  ssize_t got;
-  do {
-    got = ::read(fd_, buffer, sizeof buffer);
-  } while (got < 0 && errno == EINTR);
+  const ssize_t got = posix::retry_on_eintr([&] { return ::read(fd_, buffer, sizeof buffer); });
   if (got < 0) return fail(system_failure("control", "read", errno, "control fd"));
   const auto on_line = [this](std::string_view line) { lines_.emplace_back(line); };
   if (got == 0) {
@@ -45,14 +44,8 @@ std::optional<std::string> control_channel::next_line() {
 }
 
 setup_result<void> control_channel::write_bytes(std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t put = ::write(fd_, bytes.data(), bytes.size());
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      return fail(system_failure("control", "write", errno, "control fd"));
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(put));
-  }
+  if (const auto put = posix::write_all(fd_, bytes.data(), bytes.size()); put.done < bytes.size())
+    return fail(system_failure("control", "write", put.error != 0 ? put.error : EIO, "control fd"));
   return success();
 }
 

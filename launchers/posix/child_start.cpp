@@ -12,6 +12,7 @@
 
 #include "exec_status.hpp"
 #include "fds.hpp"
+#include "platform/posix/retry.hpp"
 #include "signals.hpp"
 
 namespace psych::launcher {
@@ -94,8 +95,7 @@ setup_result<spawned> fork_and_exec(const child_setup& set_up) {
   // Something failed: nothing of the program ran. Make sure the child is gone and reaped.
   ::kill(pid, SIGKILL);
   int ignored = 0;
-  while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
-  }
+  (void)posix::retry_on_eintr([&] { return ::waitpid(pid, &ignored, 0); });
   if (!detached) return fail(detached.error());
   if (!report) return fail(report.error());
   return fail(*report.value());

@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::launcher {
 
 namespace {
@@ -39,24 +41,12 @@ void report_setup_failure(int status_fd, const setup_error& error) {
   ::_exit(127);
 }
 
-ssize_t read_record(int fd, void* record, std::size_t size) {
-  std::size_t got = 0;
-  auto* bytes = static_cast<char*>(record);
-  while (got < size) {
-    const ssize_t n = ::read(fd, bytes + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -1;
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  return static_cast<ssize_t>(got);
-}
-
 setup_result<std::optional<setup_error>> read_setup_status(int fd) {
   status_record record;
-  const ssize_t read = read_record(fd, &record, sizeof record);
-  if (read < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
-  const auto got = static_cast<std::size_t>(read);
+  // Until the record is whole or every writer has closed the pipe.
+  const auto read = posix::read_all(fd, &record, sizeof record);
+  if (read.error != 0) return fail(system_failure("exec", "read", read.error, "exec-status pipe"));
+  const std::size_t got = read.done;
   if (got == 0) return success(std::optional<setup_error>{});
   if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
   return success(std::optional<setup_error>{setup_error{record.stage, record.syscall, record.error_number, record.message}});

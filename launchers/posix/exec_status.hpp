@@ -2,18 +2,11 @@
 // How a child tells the launcher that its setup failed before exec: one fixed-size record on an
 // O_CLOEXEC pipe. EOF with nothing in it means the exec happened. Shared by the PROCESS spawn
 // and the ISOLATED init and interpreter, which report on the same pipe.
-#include <cstddef>
 #include <optional>
-
-#include <sys/types.h>
 
 #include "setup_error.hpp"
 
 namespace psych::launcher {
-
-/// Reads into `record` until it is full or the pipe reaches EOF; the bytes read, or -1 (errno set).
-/// For the fixed-size records the launcher's children write in one write().
-ssize_t read_record(int fd, void* record, std::size_t size);
 
 /// Writes `error` as one record (atomic: far below PIPE_BUF) and ends the process with 127.
 [[noreturn]] void report_setup_failure(int status_fd, const setup_error& error);

@@ -9,6 +9,8 @@
 #include <poll.h>
 #include <sys/wait.h>
 
+#include "platform/posix/retry.hpp"
+
 
 namespace psych::launcher {
 
@@ -22,12 +24,11 @@ bool reap_ended(pid_t interpreter, child_exit& exit) {
   for (;;) {
     int status = 0;
     rusage usage{};
-    const pid_t pid = ::wait4(-1, &status, options, &usage);
+    const pid_t pid = posix::retry_on_eintr([&] { return ::wait4(-1, &status, options, &usage); });
     if (pid > 0) {
       if (pid == interpreter) exit = child_exit{true, status, usage, std::chrono::steady_clock::now()};
       continue;
     }
-    if (pid < 0 && errno == EINTR) continue;
     return pid == 0;  // 0: children remain, none ended; -1 (ECHILD): no children at all
   }
 }

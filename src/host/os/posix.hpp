@@ -108,18 +108,4 @@ inline int rename_no_replace(int from_dir, const char* from, int to_dir, const c
 #endif
 }
 
-/// pread() until `n` bytes are in `out` or the file ends: the count read (less than `n` only at
-/// end of file), or -1 with errno set. EINTR and short reads are retried.
-inline ssize_t pread_full(int fd, char* out, std::size_t n, std::uint64_t offset) {
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return -1;
-    if (got == 0) break;
-    done += static_cast<std::size_t>(got);
-  }
-  return static_cast<ssize_t>(done);
-}
-
 }  // namespace psych::host

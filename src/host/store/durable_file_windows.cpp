@@ -8,7 +8,7 @@
 //
 // Syncs: FlushFileBuffers writes the file's data and its metadata (the size among them) and flushes
 // the device's cache; Windows has no cheaper data-only flush through Win32, so sync_data and
-// sync_all are the same call. A directory opened for writing with FILE_FLAG_BACKUP_SEMANTICS is
+// sync are the same call. A directory opened for writing with FILE_FLAG_BACKUP_SEMANTICS is
 // flushed the same way, which is how a new file's entry is made durable.
 #include "store/durable_file.hpp"
 
@@ -52,40 +52,25 @@ result<durable_file> durable_file::open_exclusive(const std::string& path, std::
   return durable_file{std::move(handle), path};
 }
 
-result<std::uint64_t> durable_file::size() const { return windows_io::size_of(handle_.get(), path_); }
-
-result<std::size_t> durable_file::read_at(char* out, std::size_t n, std::uint64_t offset) const {
-  return windows_io::read_at(handle_.get(), out, n, offset, path_);
-}
-
-result<void> durable_file::write_at(std::string_view bytes, std::uint64_t offset) {
-  return windows_io::write_at(handle_.get(), bytes, offset, path_);
-}
-
 result<void> durable_file::truncate(std::uint64_t size) {
   FILE_END_OF_FILE_INFO end{};
   end.EndOfFile.QuadPart = static_cast<LONGLONG>(size);
-  if (!::SetFileInformationByHandle(handle_.get(), FileEndOfFileInfo, &end, sizeof(end)))
-    return call_failed("SetFileInformationByHandle(FileEndOfFileInfo)", path_);
+  if (!::SetFileInformationByHandle(handle(), FileEndOfFileInfo, &end, sizeof(end)))
+    return call_failed("SetFileInformationByHandle(FileEndOfFileInfo)", path());
   return success();
 }
 
-result<void> durable_file::sync_data() { return sync_all(); }
-
-result<void> durable_file::sync_all() {
-  if (!::FlushFileBuffers(handle_.get())) return call_failed("FlushFileBuffers", path_);
-  return success();
-}
+result<void> durable_file::sync_data() { return sync(); }
 
 result<void> durable_file::sync_directory() const {
-  std::filesystem::path dir = platform::utf8_path(path_).parent_path();
+  std::filesystem::path dir = platform::utf8_path(path()).parent_path();
   if (dir.empty()) dir = L".";
-  const windows::unique_handle handle{::CreateFileW(dir.c_str(), GENERIC_WRITE,
+  const windows::unique_handle opened{::CreateFileW(dir.c_str(), GENERIC_WRITE,
                                                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
                                                     OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, nullptr)};
   const std::string name = windows::narrow(dir.native());
-  if (!handle) return call_failed("CreateFileW", name);
-  if (!::FlushFileBuffers(handle.get())) return call_failed("FlushFileBuffers", name);
+  if (!opened) return call_failed("CreateFileW", name);
+  if (!::FlushFileBuffers(opened.get())) return call_failed("FlushFileBuffers", name);
   return success();
 }
 

@@ -144,7 +144,7 @@ result<void> read_at(const durable_file& file, char* out, std::size_t n, std::ui
 /// The magic, made durable with the new file's directory entry.
 result<void> write_file_header(durable_file& file, log_format format) {
   PSYCH_TRY(file.write_at(magic_of(format), 0));
-  PSYCH_TRY(file.sync_all());
+  PSYCH_TRY(file.sync());
   return file.sync_directory();
 }
 
@@ -423,7 +423,7 @@ result<std::unique_ptr<run_log>> open_file_run_log(const std::string& path, file
   if (format == log_format::v2 && contents.end < size) {
     // A torn tail: cut it off so the next append follows a whole record.
     PSYCH_TRY(file.truncate(contents.end));
-    PSYCH_TRY(file.sync_all());
+    PSYCH_TRY(file.sync());
   }
   if (contents.dirty_tail) {
     // Format 3: what a crash left of unsynced records becomes tail again, so a later record can

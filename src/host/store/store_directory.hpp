@@ -13,6 +13,12 @@
 // Errors are result values: a system call's failure is system_call_failed naming the call and the
 // path; an entry that is not what the store made (a link, a FIFO, a file where a directory should
 // be) is blob_store_failed, "<path>: <why>", which the store reads as damage.
+//
+// A store_file is an open_file, as the run log's durable_file is: reading, writing at an offset,
+// the size and the sync are written once for both. The directory stays the BlobStore's own: the
+// run log is one file at a path its user chose, opened by that path and locked, while the store
+// reaches every entry by name beneath a directory it holds open, which is what keeps a planted link
+// from being followed; the two share no call beyond the sync.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,30 +29,19 @@
 
 #include "os/os_handle.hpp"
 #include "psych/result.hpp"
+#include "store/open_file.hpp"
 
 namespace psych::host {
 
-/// An open file of the store.
-class store_file {
+/// An open file of the store: reading at an offset, the size and sync() are open_file's.
+class store_file : public open_file {
  public:
-  store_file(unique_os_handle handle, std::string path) : handle_{std::move(handle)}, path_{std::move(path)} {}
+  using open_file::open_file;
 
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  [[nodiscard]] os_handle handle() const noexcept { return handle_.get(); }
-
-  [[nodiscard]] result<std::uint64_t> size() const;
-  /// Reads up to `n` bytes at `offset`; fewer only where the file ends.
-  [[nodiscard]] result<std::size_t> read_at(char* out, std::size_t n, std::uint64_t offset) const;
   /// Writes all of `bytes` where the last write ended (a file made by create_file).
   [[nodiscard]] result<void> append(std::string_view bytes);
-  /// Its data and metadata are durable.
-  [[nodiscard]] result<void> sync();
   /// Its modification time becomes now.
   [[nodiscard]] result<void> touch();
-
- private:
-  unique_os_handle handle_;
-  std::string path_;
 };
 
 /// One entry of a directory as it is, a link not followed.

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/posix/retry.hpp"
+
 namespace psych::host {
 namespace {
 
@@ -30,35 +32,16 @@ std::chrono::system_clock::time_point modified_of(const struct stat& info) {
 
 }  // namespace
 
-result<std::uint64_t> store_file::size() const {
-  struct stat info {};
-  if (::fstat(handle_.get(), &info) != 0) return call_failed("fstat", path_);
-  return static_cast<std::uint64_t>(info.st_size);
-}
-
-result<std::size_t> store_file::read_at(char* out, std::size_t n, std::uint64_t offset) const {
-  const ssize_t got = pread_full(handle_.get(), out, n, offset);
-  if (got < 0) return call_failed("pread", path_);
-  return static_cast<std::size_t>(got);
-}
-
+// write(), not pwrite(): the file is new and only this handle writes it, so its offset is where
+// the last write ended.
 result<void> store_file::append(std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t put = ::write(handle_.get(), bytes.data(), bytes.size());
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return call_failed("write", path_);
-    bytes.remove_prefix(static_cast<std::size_t>(put));
-  }
-  return success();
-}
-
-result<void> store_file::sync() {
-  if (::fsync(handle_.get()) != 0) return call_failed("fsync", path_);
+  const auto put = posix::write_all(handle(), bytes.data(), bytes.size());
+  if (put.done < bytes.size()) return call_failed("write", path(), put.error != 0 ? put.error : EIO);
   return success();
 }
 
 result<void> store_file::touch() {
-  if (::futimens(handle_.get(), nullptr) != 0) return call_failed("futimens", path_);
+  if (::futimens(handle(), nullptr) != 0) return call_failed("futimens", path());
   return success();
 }
 

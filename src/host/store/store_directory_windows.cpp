@@ -54,26 +54,15 @@ std::chrono::system_clock::time_point time_of(FILETIME when) {
 
 }  // namespace
 
-result<std::uint64_t> store_file::size() const { return windows_io::size_of(handle_.get(), path_); }
-
-result<std::size_t> store_file::read_at(char* out, std::size_t n, std::uint64_t offset) const {
-  return windows_io::read_at(handle_.get(), out, n, offset, path_);
-}
-
 result<void> store_file::append(std::string_view bytes) {
   PSYCH_TRY(const std::uint64_t end, size());
-  return windows_io::write_at(handle_.get(), bytes, end, path_);
-}
-
-result<void> store_file::sync() {
-  if (!::FlushFileBuffers(handle_.get())) return call_failed("FlushFileBuffers", path_);
-  return success();
+  return write_at(bytes, end);
 }
 
 result<void> store_file::touch() {
   FILETIME now{};
   ::GetSystemTimeAsFileTime(&now);
-  if (!::SetFileTime(handle_.get(), nullptr, nullptr, &now)) return call_failed("SetFileTime", path_);
+  if (!::SetFileTime(handle(), nullptr, nullptr, &now)) return call_failed("SetFileTime", path());
   return success();
 }
 
