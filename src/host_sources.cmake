@@ -80,6 +80,11 @@ set(psych_remote_sources
   host/service/service_tokens.cpp
   host/service/prometheus_text.cpp
   host/service/service_metrics.cpp
+  host/service/access_log.cpp
+  host/service/service_description.cpp
+  host/service/admission.cpp
+  host/service/service_routes.cpp
+  host/service/execution_stream.cpp
   host/service/sandbox_service.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)

@@ -68,4 +68,14 @@ std::string service_metrics_text(const sandbox_service_stats& stats, const servi
   return std::move(out).take();
 }
 
+void service_counters::count_finished(double held_seconds, std::optional<failure_kind> failed,
+                                      std::optional<limit_name> limit) {
+  count([&](auto& c) {
+    if (failed) ++c.finished_failed[*failed];
+    else ++c.finished_ok;
+    if (limit) ++c.limit_hits[*limit];
+    c.durations.observe(held_seconds);
+  });
+}
+
 }  // namespace psych
