@@ -18,16 +18,16 @@ setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob) {
   // before it is unlinked, and that uid is the worker's (or root).
   std::string path = "/tmp/psych-bootstrap-XXXXXX";
   bootstrap_fd writer{::mkstemp(path.data())};
-  if (writer.get() < 0) return fail(system_failure("bootstrap", "mkstemp", errno, path));
+  if (writer.get() < 0) return fail(system_failure(launch_stage::bootstrap, "mkstemp", errno, path));
   bootstrap_fd reader{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
   const int open_error = errno;
   ::unlink(path.c_str());
-  if (reader.get() < 0) return fail(system_failure("bootstrap", "open", open_error, path));
+  if (reader.get() < 0) return fail(system_failure(launch_stage::bootstrap, "open", open_error, path));
   std::size_t done = 0;
   while (done < blob.size()) {
     const ssize_t n = ::pwrite(writer.get(), blob.data() + done, blob.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(system_failure("bootstrap", "pwrite", n < 0 ? errno : EIO, path));
+    if (n <= 0) return fail(system_failure(launch_stage::bootstrap, "pwrite", n < 0 ? errno : EIO, path));
     done += static_cast<std::size_t>(n);
   }
   return reader;

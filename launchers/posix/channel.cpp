@@ -24,16 +24,16 @@ setup_result<bool> control_channel::receive() {
   do {
     got = ::read(fd_, buffer, sizeof buffer);
   } while (got < 0 && errno == EINTR);
-  if (got < 0) return fail(system_failure("control", "read", errno, "control fd"));
+  if (got < 0) return fail(system_failure(launch_stage::control, "read", errno, "control fd"));
   const auto on_line = [this](std::string_view line) { lines_.emplace_back(line); };
   if (got == 0) {
     closed_ = true;
     // A half-written last frame is an error, not a frame.
-    if (auto done = reader_.finish(); !done) return fail(from_error("protocol", done.error()));
+    if (auto done = reader_.finish(); !done) return fail(from_error(launch_stage::protocol, done.error()));
     return false;
   }
   if (auto fed = reader_.feed(std::string_view(buffer, static_cast<std::size_t>(got)), on_line); !fed)
-    return fail(from_error("protocol", fed.error()));
+    return fail(from_error(launch_stage::protocol, fed.error()));
   return true;
 }
 
@@ -49,7 +49,7 @@ setup_result<void> control_channel::write_bytes(std::string_view bytes) {
     const ssize_t put = ::write(fd_, bytes.data(), bytes.size());
     if (put < 0) {
       if (errno == EINTR) continue;
-      return fail(system_failure("control", "write", errno, "control fd"));
+      return fail(system_failure(launch_stage::control, "write", errno, "control fd"));
     }
     bytes.remove_prefix(static_cast<std::size_t>(put));
   }

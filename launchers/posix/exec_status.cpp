@@ -32,7 +32,7 @@ void copy_text(char (&to)[N], std::string_view from) {
 void report_setup_failure(int status_fd, const setup_error& error) {
   status_record record;
   record.error_number = static_cast<int>(error.error_number);
-  copy_text(record.stage, error.stage);
+  copy_text(record.stage, error.stage.spelling());
   copy_text(record.syscall, error.syscall);
   copy_text(record.message, error.message);
   [[maybe_unused]] const auto ignored = ::write(status_fd, &record, sizeof record);
@@ -55,11 +55,12 @@ ssize_t read_record(int fd, void* record, std::size_t size) {
 setup_result<std::optional<setup_error>> read_setup_status(int fd) {
   status_record record;
   const ssize_t read = read_record(fd, &record, sizeof record);
-  if (read < 0) return fail(system_failure("exec", "read", errno, "exec-status pipe"));
+  if (read < 0) return fail(system_failure(launch_stage::exec, "read", errno, "exec-status pipe"));
   const auto got = static_cast<std::size_t>(read);
   if (got == 0) return success(std::optional<setup_error>{});
-  if (got != sizeof record) return fail(refusal("exec", "the child's setup report was cut short"));
-  return success(std::optional<setup_error>{setup_error{record.stage, record.syscall, record.error_number, record.message}});
+  if (got != sizeof record) return fail(refusal(launch_stage::exec, "the child's setup report was cut short"));
+  const auto stage = open_enum<launch_stage>::from_spelling(record.stage);
+  return success(std::optional<setup_error>{setup_error{stage, record.syscall, record.error_number, record.message}});
 }
 
 }  // namespace psych::launcher

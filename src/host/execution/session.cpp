@@ -145,7 +145,7 @@ class session {
         cancelled_ = true;
         // A launcher that has not attached yet has been told nothing: it is ended instead.
         if (loopback_ && !control_.is_open() && !launcher_reaped_) kill_launcher();
-        send_cancel("cancelled");
+        send_cancel(protocol::cancel_reason::cancelled);
       });
     });
     io_.run();
@@ -231,7 +231,7 @@ class session {
     }
     control_ = std::move(control).value();
     control_out_.send(launch_frame());
-    if (cancelled_) send_cancel("cancelled");  // asked for while there was no control to say it on
+    if (cancelled_) send_cancel(protocol::cancel_reason::cancelled);  // asked for while there was no control to say it on
     co_return true;
   }
 
@@ -318,11 +318,11 @@ class session {
     if (!first || !first.value()) {
       launch_failure_ = first ? "the launcher ended without reporting a start"
                               : "the launcher broke the contract: " + first.error().message();
-      send_cancel("cancelled");
+      send_cancel(protocol::cancel_reason::cancelled);
       co_return;
     }
     if (auto* error = std::get_if<protocol::launch_error_frame>(&*first.value())) {
-      launch_failure_ = fmt::format("{}: {}({}): {}", error->stage, error->syscall,
+      launch_failure_ = fmt::format("{}: {}({}): {}", error->stage.spelling(), error->syscall,
                                     error->error_number ? std::strerror(static_cast<int>(error->error_number)) : "-",
                                     error->message);
       co_return;
@@ -441,11 +441,11 @@ class session {
       launch_failure_ = answer ? "the prepared sandbox's launcher ended before it was narrowed"
                                : "the launcher broke the contract: " + answer.error().message();
       outcome_.prepared_lost = answer.has_value();
-      send_cancel("cancelled");
+      send_cancel(protocol::cancel_reason::cancelled);
       co_return false;
     }
     if (auto* error = std::get_if<protocol::launch_error_frame>(&*answer.value())) {
-      launch_failure_ = fmt::format("narrowing the prepared sandbox: {}: {}", error->stage, error->message);
+      launch_failure_ = fmt::format("narrowing the prepared sandbox: {}: {}", error->stage.spelling(), error->message);
       co_return false;
     }
     if (auto* exit = std::get_if<protocol::exit_frame>(&*answer.value())) {
@@ -532,16 +532,16 @@ class session {
     channel_closed_ = true;
     exit_report_wait_.expires_after(exit_report_grace);
     exit_report_wait_.async_wait([this](boost::system::error_code ec) {
-      if (!ec) send_cancel("cancelled");
+      if (!ec) send_cancel(protocol::cancel_reason::cancelled);
     });
   }
 
   void violation(std::string what) {
     if (!violation_) violation_ = std::move(what);
-    send_cancel("cancelled");
+    send_cancel(protocol::cancel_reason::cancelled);
   }
 
-  void send_cancel(const char* reason) {
+  void send_cancel(protocol::cancel_reason reason) {
     if (cancel_sent_ || !control_.is_open()) return;
     cancel_sent_ = true;
     control_out_.send(protocol::cancel_frame{reason});
@@ -591,7 +591,7 @@ class session {
     co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
     if (ec) co_return;
     backstop_fired_ = true;
-    send_cancel("timeout");
+    send_cancel(protocol::cancel_reason::timeout);
     backstop_.expires_after(kill_grace);
     co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
     if (ec || launcher_reaped_) co_return;
@@ -744,7 +744,7 @@ void collect_into(sandbox_result& result, const std::string& workspace, const ar
   }
   result.artifacts_omitted = harvested.value().omitted_total();
   for (const auto& [reason, count] : harvested.value().omitted)
-    result.artifacts_omitted_by_reason[std::string(name_of(reason))] = count;
+    result.artifacts_omitted_by_reason[reason] = count;
 }
 
 void complete_result(const session_plan& plan, const execution_dirs& dirs, session_outcome& outcome) {
