@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < logged_n; ++i) {
       const auto id = fmt::format("bench-{}", i);
       if (!log.value()->append_deferred(psych::call_started{id, "bench", "noop", 2}) || !log.value()->sync() ||
-          !log.value()->append_deferred(psych::call_finished{id, "ok", 4, 4, 0, "null"}))
+          !log.value()->append_deferred(psych::call_finished{id, psych::call_outcome::ok(), 4, 4, 0, "null"}))
         std::abort();
     }
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;

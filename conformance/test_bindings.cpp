@@ -345,7 +345,7 @@ os._exit(0)
     }
     CHECK(invoker.stopped == 1);
     const auto finished = finished_records(*log);
-    CHECK(std::ranges::count(finished, std::string("cancelled"), &call_finished::outcome) == 1);
+    CHECK(std::ranges::count(finished, call_outcome{tool_error_kind::cancelled}, &call_finished::outcome) == 1);
     CHECK(run->run_spent().value().calls == static_cast<std::uint64_t>(invoker.calls.load()));
   });
 }
@@ -424,7 +424,7 @@ return kinds
     // `cancelled` is what the host records for the call the program gave up on; the program itself
     // stopped waiting, so it meets asyncio's TimeoutError instead. binding_result_too_large is
     // reached through a result handle's window (conformance/test_output.cpp, result handles).
-    CHECK(std::ranges::count(finished_records(*log), std::string("cancelled"), &call_finished::outcome) == 1);
+    CHECK(std::ranges::count(finished_records(*log), call_outcome{tool_error_kind::cancelled}, &call_finished::outcome) == 1);
     CHECK(r.unavailable_bindings == std::vector<std::string>{"gone", "nope_not_listed"});
   });
 }
@@ -487,7 +487,7 @@ return out
     SUBCASE("the model's direct calls are in the same log and spend the same Run allowance") {
       // The runtime journals a direct call as a program's, without an execution id.
       REQUIRE(log.value()->append(call_started{.call_id = "direct-1", .tool = "echo", .argument_bytes = 2}));
-      REQUIRE(log.value()->append(call_finished{.call_id = "direct-1", .outcome = "ok", .produced = 10}));
+      REQUIRE(log.value()->append(call_finished{.call_id = "direct-1", .outcome = call_outcome::ok(), .produced = 10}));
       auto run = open_run(sb, catalogue, invoker, *log.value(), {.max_run_calls = 2});
       CHECK(run.unknown_calls().empty());
       const auto r = run.run({.program = three_calls, .terms = conformance::terms_for(sb)});
@@ -610,7 +610,7 @@ TEST_CASE("bindings: a worker killed mid-call leaves the call UNKNOWN; the next 
     CHECK(next.value->text == R"([0,"budget_exhausted"])");
     CHECK(invoker.calls == 1);  // the deaf call was not re-run
     const auto finished = finished_records(*log.value());
-    CHECK(std::ranges::count(finished, std::string("unknown_outcome"), &call_finished::outcome) == 1);
+    CHECK(std::ranges::count(finished, call_outcome{tool_error_kind::unknown_outcome}, &call_finished::outcome) == 1);
     // The killed worker's execution directories are its own temp root's; nothing else is left.
     std::filesystem::remove_all(temp);
   });

@@ -188,10 +188,10 @@ return sorted(os.listdir("."))
     for (const auto& a : r.artifacts) paths.push_back(a.path);
     CHECK(paths == std::vector<std::string>{"out/deep/data.bin", "out/report.txt"});
     CHECK(r.artifacts_omitted == 7);
-    CHECK(r.artifacts_omitted_by_reason.at("symlink") == 3);
-    CHECK(r.artifacts_omitted_by_reason.at("hardlink") == 2);
-    CHECK(r.artifacts_omitted_by_reason.at("fifo") == 1);
-    CHECK(r.artifacts_omitted_by_reason.at("socket") == 1);
+    CHECK(r.artifacts_omitted_by_reason.at(omission_reason::symlink) == 3);
+    CHECK(r.artifacts_omitted_by_reason.at(omission_reason::hardlink) == 2);
+    CHECK(r.artifacts_omitted_by_reason.at(omission_reason::fifo) == 1);
+    CHECK(r.artifacts_omitted_by_reason.at(omission_reason::socket) == 1);
     const auto* report = attachment_named(r, "artifact:out/report.txt");
     REQUIRE(report);
     CHECK(report->location == attachment_location::inline_bytes);

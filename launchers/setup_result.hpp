@@ -19,6 +19,7 @@
 namespace psych::launch_setup {
 
 using setup_error = protocol::launch_error_frame;
+using protocol::launch_stage;
 
 /// A step's outcome; reading the value of a failed one is a bug and traps.
 template <class T>
@@ -27,13 +28,13 @@ using setup_result = boost::outcome_v2::basic_result<T, setup_error, boost::outc
 using boost::outcome_v2::success;
 
 /// A request the launcher will not carry out (bad input, a refused identity). No call failed.
-inline setup_error refusal(std::string_view stage, std::string message) {
-  return setup_error{std::string(stage), "", 0, std::move(message)};
+inline setup_error refusal(launch_stage stage, std::string message) {
+  return setup_error{stage, "", 0, std::move(message)};
 }
 
 /// A psych::error (a protocol or validation failure) as an error frame at `stage`.
-inline setup_error from_error(std::string_view stage, const psych::error& error) {
-  return setup_error{std::string(stage), "", 0, error.message()};
+inline setup_error from_error(launch_stage stage, const psych::error& error) {
+  return setup_error{stage, "", 0, error.message()};
 }
 
 inline auto fail(setup_error error) { return boost::outcome_v2::failure(std::move(error)); }

@@ -60,7 +60,7 @@ std::string result_report(const sandbox_result& r) {
   if (r.artifacts_omitted) {
     fmt::format_to(to, "artifacts omitted: {}", r.artifacts_omitted);
     for (const auto& [reason, count] : r.artifacts_omitted_by_reason)
-      fmt::format_to(to, "  {} {}", safe(reason), count);
+      fmt::format_to(to, "  {} {}", safe(reason.spelling()), count);
     out.append("\n");
   }
   for (const auto& name : r.unavailable_bindings) fmt::format_to(to, "unavailable binding: {}\n", safe(name));

@@ -107,7 +107,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     PSYCH_FUZZ_CHECK(static_cast<bool>(records));
     first = std::move(records).value();
   }
-  const psych::run_log_record added = psych::call_finished{.call_id = "fuzz", .outcome = "ok", .produced = 1};
+  const psych::run_log_record added =
+      psych::call_finished{.call_id = "fuzz", .outcome = psych::call_outcome::ok(), .produced = 1};
   {
     auto log = psych::open_file_run_log(path);
     PSYCH_FUZZ_CHECK(static_cast<bool>(log));  // what opened once opens again

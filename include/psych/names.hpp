@@ -4,6 +4,7 @@
 // declaration order; everything else (printing, parsing, the codec's enum
 // handling) is written once, here. Use PSYCH_ENUM_NAMES inside namespace psych.
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -31,6 +32,14 @@ constexpr std::optional<E> parse_enum(std::string_view spelling) noexcept {
     if (spellings[i] == spelling) return static_cast<E>(i);
   return std::nullopt;
 }
+
+/// A value the codec spells as one JSON string of any content (open_enum.hpp): from_spelling takes
+/// every string, so a spelling never makes a frame malformed.
+template <class T>
+concept spelt = requires(const T& value, std::string_view spelling) {
+  { value.spelling() } -> std::convertible_to<std::string_view>;
+  { T::from_spelling(spelling) } -> std::same_as<T>;
+};
 
 }  // namespace psych
 

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "psych/artifacts.hpp"
 #include "psych/attachment.hpp"
 #include "psych/budget.hpp"
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
 #include "psych/json_text.hpp"
 #include "psych/limits.hpp"
+#include "psych/open_enum.hpp"
 
 namespace psych {
 
@@ -34,8 +36,9 @@ struct sandbox_result {
   std::optional<sandbox_failure> failure;
   std::vector<artifact> artifacts;
   std::uint64_t artifacts_omitted = 0;
-  /// Each omitted workspace entry's reason, counted (symlink, hardlink, device, fifo, ...).
-  std::map<std::string, std::uint64_t> artifacts_omitted_by_reason;
+  /// Each omitted workspace entry's reason, counted (symlink, hardlink, device, fifo, ...). A remote
+  /// service of another version may count by a reason this side does not have: it is kept as it came.
+  std::map<open_enum<omission_reason>, std::uint64_t> artifacts_omitted_by_reason;
   /// stdout, stderr, the value and each collected artifact, as the model's payload carries them.
   std::vector<result_attachment> attachments;
   double duration_seconds = 0;

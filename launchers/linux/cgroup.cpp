@@ -28,7 +28,7 @@ namespace {
 
 using std::chrono::steady_clock;
 
-constexpr std::string_view cgroup_stage = "cgroup";
+constexpr auto cgroup_stage = launch_stage::cgroup;
 constexpr auto kill_patience = std::chrono::seconds(2);
 constexpr auto rmdir_patience = std::chrono::seconds(1);
 constexpr std::int64_t cpu_period_us = 100000;  // the kernel's default period; the quota is a share of it

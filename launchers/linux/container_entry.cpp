@@ -23,18 +23,18 @@ setup_result<std::string> read_token() {
   for (;;) {
     char byte = 0;
     const ssize_t n = posix::retry_on_eintr([&] { return ::read(0, &byte, 1); });
-    if (n < 0) return fail(system_failure("container", "read", errno, "0 (the token)"));
+    if (n < 0) return fail(system_failure(launch_stage::container, "read", errno, "0 (the token)"));
     if (n == 0 || byte == '\n') break;
-    if (token.size() == token_bytes_max) return fail(refusal("container", "the token on stdin is too long"));
+    if (token.size() == token_bytes_max) return fail(refusal(launch_stage::container, "the token on stdin is too long"));
     token.push_back(byte);
   }
-  if (token.empty()) return fail(refusal("container", "no token arrived on stdin"));
+  if (token.empty()) return fail(refusal(launch_stage::container, "no token arrived on stdin"));
   return token;
 }
 
 setup_result<void> send_token(int fd, const std::string& bytes) {
   if (const auto sent = posix::send_all(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); sent.done < bytes.size())
-    return fail(system_failure("container", "send", sent.error != 0 ? sent.error : EIO, "the token"));
+    return fail(system_failure(launch_stage::container, "send", sent.error != 0 ? sent.error : EIO, "the token"));
   return success();
 }
 
@@ -49,7 +49,7 @@ setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
   message.msg_control = control;
   message.msg_controllen = sizeof control;
   const ssize_t n = posix::retry_on_eintr([&] { return ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC); });
-  if (n < 0) return fail(system_failure("container", "recvmsg", errno, "the descriptors"));
+  if (n < 0) return fail(system_failure(launch_stage::container, "recvmsg", errno, "the descriptors"));
   const cmsghdr* header = CMSG_FIRSTHDR(&message);
   const bool whole = n == 1 && (message.msg_flags & MSG_CTRUNC) == 0 && header != nullptr &&
                      header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
@@ -65,7 +65,7 @@ setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
           ::close(fd);
         }
       }
-    return fail(refusal("container", "the worker's answer was not exactly four descriptors"));
+    return fail(refusal(launch_stage::container, "the worker's answer was not exactly four descriptors"));
   }
   std::memcpy(fds, CMSG_DATA(header), sizeof(int) * handed_over);
   return success();
@@ -79,7 +79,7 @@ setup_result<int> above_layout(int fd) {
   const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, channel_fd + 1);
   const int saved = errno;
   ::close(fd);
-  if (moved < 0) return fail(system_failure("container", "fcntl", saved, "F_DUPFD_CLOEXEC, 5"));
+  if (moved < 0) return fail(system_failure(launch_stage::container, "fcntl", saved, "F_DUPFD_CLOEXEC, 5"));
   return moved;
 }
 
@@ -90,17 +90,17 @@ setup_result<void> receive_descriptors(const char* socket_path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (std::strlen(socket_path) >= sizeof address.sun_path)
-    return fail(refusal("container", "the socket path is too long"));
+    return fail(refusal(launch_stage::container, "the socket path is too long"));
   std::strcpy(address.sun_path, socket_path);
   const int made = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (made < 0) return fail(system_failure("container", "socket", errno, "AF_UNIX"));
+  if (made < 0) return fail(system_failure(launch_stage::container, "socket", errno, "AF_UNIX"));
   PSYCH_TRY(const int socket, above_layout(made));
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } hold{socket};
   if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
-    return fail(system_failure("container", "connect", errno, socket_path));
+    return fail(system_failure(launch_stage::container, "connect", errno, socket_path));
   PSYCH_TRY(send_token(socket, token + "\n"));
   int fds[handed_over] = {-1, -1, -1, -1};
   PSYCH_TRY(receive_into(socket, fds));
@@ -108,7 +108,7 @@ setup_result<void> receive_descriptors(const char* socket_path) {
   // Into place: 1 stdout, 2 stderr, 3 control, 4 channel, each inherited as the host would have
   // left it (dup2 clears close-on-exec; the launcher marks what the child must not get).
   const int opened = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (opened < 0) return fail(system_failure("container", "open", errno, "/dev/null"));
+  if (opened < 0) return fail(system_failure(launch_stage::container, "open", errno, "/dev/null"));
   PSYCH_TRY(const int null, above_layout(opened));
   const int targets[handed_over] = {1, 2, control_fd, channel_fd};
   for (int& fd : fds) {
@@ -117,10 +117,10 @@ setup_result<void> receive_descriptors(const char* socket_path) {
     fd = moved.value();
   }
   for (int i = 0; i < handed_over; ++i) {
-    if (::dup2(fds[i], targets[i]) < 0) return fail(system_failure("container", "dup2", errno, "a handed-over fd"));
+    if (::dup2(fds[i], targets[i]) < 0) return fail(system_failure(launch_stage::container, "dup2", errno, "a handed-over fd"));
     ::close(fds[i]);
   }
-  if (::dup2(null, 0) < 0) return fail(system_failure("container", "dup2", errno, "/dev/null, 0"));
+  if (::dup2(null, 0) < 0) return fail(system_failure(launch_stage::container, "dup2", errno, "/dev/null, 0"));
   ::close(null);
   return success();
 }

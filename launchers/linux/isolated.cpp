@@ -45,7 +45,7 @@ setup_result<void> open_pipes(init_pipes& pipes) {
   for (int* pair : {pipes.status, pipes.go, pipes.report})
     if (::pipe2(pair, O_CLOEXEC) != 0) {
       pipes.close_all();
-      return fail(system_failure("exec", "pipe2", errno, "O_CLOEXEC"));
+      return fail(system_failure(launch_stage::exec, "pipe2", errno, "O_CLOEXEC"));
     }
   return success();
 }
@@ -55,10 +55,10 @@ setup_result<void> set_up_interpreter(const isolated_plan& plan, const landlock_
   const child_plan& child = plan.child;
   // As at the PROCESS level, but no identity drop: the user namespace maps this root to run_as.
   PSYCH_TRY(enter_child_session(child.basics));
-  if (::chdir(sandbox_workspace) != 0) return fail(system_failure("workspace", "chdir", errno, sandbox_workspace));
+  if (::chdir(sandbox_workspace) != 0) return fail(system_failure(launch_stage::workspace, "chdir", errno, sandbox_workspace));
   PSYCH_TRY(drop_all_capabilities());
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
+    return fail(system_failure(launch_stage::no_new_privs, "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
   PSYCH_TRY(ruleset.restrict_self());  // needs NoNewPrivs; before seccomp, which would deny it nothing but is last
   PSYCH_TRY(install_filter(child.filter));
   return fail(exec_interpreter(child.basics));
@@ -109,7 +109,7 @@ std::int64_t processes_besides_init() {
 setup_result<void> wait_for_go(int go_fd) {
   char go = 0;
   const ssize_t n = posix::retry_on_eintr([&] { return ::read(go_fd, &go, 1); });
-  if (n != 1) return fail(refusal("namespaces", "the launcher ended before the sandbox was set up"));
+  if (n != 1) return fail(refusal(launch_stage::namespaces, "the launcher ended before the sandbox was set up"));
   return success();
 }
 
@@ -118,7 +118,7 @@ setup_result<void> wait_for_go(int go_fd) {
 setup_result<void> check_launcher_alive(int go_fd) {
   pollfd watched{go_fd, POLLIN, 0};
   if (::poll(&watched, 1, 0) > 0 && (watched.revents & (POLLHUP | POLLERR)))
-    return fail(refusal("session", "the launcher ended during setup"));
+    return fail(refusal(launch_stage::session, "the launcher ended during setup"));
   return success();
 }
 
@@ -129,13 +129,13 @@ setup_result<void> check_launcher_alive(int go_fd) {
     PSYCH_TRY(become_namespace_root(plan.identity));
     // After the uid change, which clears the parent-death signal.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-      return fail(system_failure("session", "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
+      return fail(system_failure(launch_stage::session, "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
     PSYCH_TRY(check_launcher_alive(pipes.go[0]));
-    if (::sethostname("psych", 5) != 0) return fail(system_failure("namespaces", "sethostname", errno, "psych"));
+    if (::sethostname("psych", 5) != 0) return fail(system_failure(launch_stage::namespaces, "sethostname", errno, "psych"));
     PSYCH_TRY(enter_minimal_root(plan.root));
     PSYCH_TRY(auto ruleset, landlock_ruleset::prepare(plan.landlock));
     const pid_t interpreter = ::fork();
-    if (interpreter < 0) return fail(system_failure("exec", "fork", errno));
+    if (interpreter < 0) return fail(system_failure(launch_stage::exec, "fork", errno));
     if (interpreter == 0) report_setup_failure(status_fd, set_up_interpreter(plan, ruleset).error());
     return interpreter;
   };
@@ -155,12 +155,12 @@ setup_result<pid_t> only_child_of(pid_t init) {
   if (const auto children = read_proc_file(init, fmt::format("task/{}/children", init).c_str(), buffer, sizeof buffer)) {
     pid_t child = 0;
     if (std::sscanf(std::string(*children).c_str(), "%d", &child) == 1 && child > 0) return child;
-    return fail(refusal("cgroup", "init has no interpreter child to put in the cgroup"));
+    return fail(refusal(launch_stage::cgroup, "init has no interpreter child to put in the cgroup"));
   }
   PSYCH_TRY(const auto processes, list_processes());
   for (const pid_t pid : processes)
     if (const auto stat = read_stat(pid); stat && stat->ppid == init) return pid;
-  return fail(refusal("cgroup", "init has no interpreter child to put in the cgroup"));
+  return fail(refusal(launch_stage::cgroup, "init has no interpreter child to put in the cgroup"));
 }
 
 void end_init(pid_t pid) {
@@ -193,7 +193,7 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
     return fail(std::move(error));
   };
   if (auto mapped = write_id_maps(init, plan.identity); !mapped) return fail_with(mapped.error());
-  if (::write(pipes.go[1], "g", 1) != 1) return fail_with(system_failure("namespaces", "write", errno, "go pipe"));
+  if (::write(pipes.go[1], "g", 1) != 1) return fail_with(system_failure(launch_stage::namespaces, "write", errno, "go pipe"));
   // Moving a process between cgroups waits for an RCU grace period when none was under way
   // (~10 ms on cgroup v1). Init and the interpreter's start-up are the sandbox's own trusted code,
   // so that wait runs beside them instead of before them; both are members before `started`,

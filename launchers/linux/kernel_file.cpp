@@ -9,7 +9,7 @@
 
 namespace psych::launcher {
 
-setup_result<void> write_kernel_file(std::string_view stage, const std::string& path, std::string_view value) {
+setup_result<void> write_kernel_file(launch_stage stage, const std::string& path, std::string_view value) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return fail(system_failure(stage, "open", errno, path));
   const ssize_t written = ::write(fd, value.data(), value.size());

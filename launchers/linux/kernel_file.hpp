@@ -11,6 +11,6 @@ namespace psych::launcher {
 
 /// Opens `path` for writing and writes `value` in one write(); errors name the stage, the call
 /// and the path with the value.
-setup_result<void> write_kernel_file(std::string_view stage, const std::string& path, std::string_view value);
+setup_result<void> write_kernel_file(launch_stage stage, const std::string& path, std::string_view value);
 
 }  // namespace psych::launcher

@@ -46,7 +46,7 @@ namespace psych::launcher {
 
 namespace {
 
-constexpr const char* landlock_stage = "landlock";
+constexpr auto landlock_stage = launch_stage::landlock;
 
 /// The newest ABI this file knows: ABI 7 added audit logging flags, no access right.
 constexpr int newest_known_abi = 7;

@@ -53,12 +53,12 @@ bool container_accounting = false;
 setup_result<namespace_identity> plan_namespace_identity(const identity_plan& identity) {
   if (::geteuid() == 0) {
     if (!identity.drop || identity.uid == 0 || identity.gid == 0)
-      return fail(refusal("identity", "as root, isolation=isolated maps the sandbox's root to a dedicated "
+      return fail(refusal(launch_stage::identity, "as root, isolation=isolated maps the sandbox's root to a dedicated "
                                       "unprivileged run_as uid/gid, and none was given"));
     return namespace_identity{.host_uid = identity.uid, .host_gid = identity.gid, .privileged_writer = true};
   }
   if (identity.drop && identity.uid != ::getuid())
-    return fail(refusal("identity", "an unprivileged launcher can map only its own uid into the sandbox; "
+    return fail(refusal(launch_stage::identity, "an unprivileged launcher can map only its own uid into the sandbox; "
                                     "run_as must be null or the worker's uid"));
   return namespace_identity{.host_uid = ::getuid(), .host_gid = ::getgid(), .privileged_writer = false};
 }

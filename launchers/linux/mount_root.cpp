@@ -18,7 +18,7 @@ namespace psych::launcher {
 
 namespace {
 
-constexpr const char* filesystem_stage = "filesystem";
+constexpr auto filesystem_stage = launch_stage::filesystem;
 constexpr const char* old_root = "/.old-root";
 constexpr const char* devices[] = {"null", "zero", "full", "random", "urandom"};
 // Top-level names a merged-/usr host keeps as symlinks into /usr, or as real library directories.

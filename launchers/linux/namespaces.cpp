@@ -21,7 +21,7 @@ constexpr unsigned long namespace_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NE
                                           CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 
 setup_result<void> write_proc_file(pid_t pid, const char* file, const std::string& text) {
-  return write_kernel_file("namespaces", fmt::format("/proc/{}/{}", pid, file), text);
+  return write_kernel_file(launch_stage::namespaces, fmt::format("/proc/{}/{}", pid, file), text);
 }
 
 }  // namespace
@@ -35,7 +35,7 @@ setup_result<pid_t> clone_into_namespaces() {
   // The raw call with no stack behaves like fork(): the child continues here on a copy of ours.
   const long pid = ::syscall(SYS_clone, namespace_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid < 0)
-    return fail(system_failure("namespaces", "clone", errno,
+    return fail(system_failure(launch_stage::namespaces, "clone", errno,
                                "CLONE_NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWCGROUP"));
   return static_cast<pid_t>(pid);
 }
@@ -53,13 +53,13 @@ setup_result<void> become_namespace_root(const namespace_identity& identity) {
   // Groups first, while the capability to change them is still ours. Unprivileged, setgroups is
   // denied by the map's rules, and the worker's groups show inside as nobody's.
   if (identity.privileged_writer && ::setgroups(0, nullptr) != 0)
-    return fail(system_failure("identity", "setgroups", errno, "0, NULL"));
-  if (::setresgid(0, 0, 0) != 0) return fail(system_failure("identity", "setresgid", errno, "0, 0, 0"));
-  if (::setresuid(0, 0, 0) != 0) return fail(system_failure("identity", "setresuid", errno, "0, 0, 0"));
+    return fail(system_failure(launch_stage::identity, "setgroups", errno, "0, NULL"));
+  if (::setresgid(0, 0, 0) != 0) return fail(system_failure(launch_stage::identity, "setresgid", errno, "0, 0, 0"));
+  if (::setresuid(0, 0, 0) != 0) return fail(system_failure(launch_stage::identity, "setresuid", errno, "0, 0, 0"));
   uid_t ruid, euid, suid;
-  if (::getresuid(&ruid, &euid, &suid) != 0) return fail(system_failure("identity", "getresuid", errno));
+  if (::getresuid(&ruid, &euid, &suid) != 0) return fail(system_failure(launch_stage::identity, "getresuid", errno));
   if (ruid != 0 || euid != 0 || suid != 0)
-    return fail(refusal("identity", fmt::format("the namespace's root did not stick: uid {}/{}/{}", ruid, euid, suid)));
+    return fail(refusal(launch_stage::identity, fmt::format("the namespace's root did not stick: uid {}/{}/{}", ruid, euid, suid)));
   return success();
 }
 

@@ -17,7 +17,7 @@ namespace psych::launcher {
 setup_result<std::vector<pid_t>> list_processes() {
   std::vector<pid_t> pids;
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return fail(system_failure("proc", "opendir", errno, "/proc"));
+  if (proc == nullptr) return fail(system_failure(launch_stage::proc, "opendir", errno, "/proc"));
   while (const dirent* entry = ::readdir(proc)) {
     const std::string_view name = entry->d_name;
     pid_t pid = 0;

@@ -19,7 +19,7 @@ setup_result<void> install_filter(seccomp_filter filter) {
   const sock_fprog program{.len = static_cast<unsigned short>(filter.size()),
                            .filter = const_cast<sock_filter*>(filter.data())};
   if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
-    return fail(system_failure("seccomp", "seccomp", errno, "SECCOMP_SET_MODE_FILTER, 0"));
+    return fail(system_failure(launch_stage::seccomp, "seccomp", errno, "SECCOMP_SET_MODE_FILTER, 0"));
   return success();
 }
 

@@ -58,7 +58,7 @@ setup_result<void> add_rule(scmp_filter_ctx context, std::uint32_t action, const
   if (number == __NR_SCMP_ERROR) return success();  // this architecture has no such call: nothing to deny
   const int rc = seccomp_rule_add_array(context, action, number, static_cast<unsigned>(args.size()),
                                         args.size() == 0 ? nullptr : std::data(args));
-  if (rc != 0) return fail(system_failure("seccomp", "seccomp_rule_add", -rc, call));
+  if (rc != 0) return fail(system_failure(launch_stage::seccomp, "seccomp_rule_add", -rc, call));
   return success();
 }
 
@@ -69,18 +69,18 @@ struct context_deleter {
 /// The BPF program libseccomp generates for `context`. libseccomp 2.5 exports only to an fd.
 setup_result<std::vector<sock_filter>> export_program(scmp_filter_ctx context) {
   const int fd = ::memfd_create("psych-seccomp", MFD_CLOEXEC);
-  if (fd < 0) return fail(system_failure("seccomp", "memfd_create", errno, "psych-seccomp, MFD_CLOEXEC"));
+  if (fd < 0) return fail(system_failure(launch_stage::seccomp, "memfd_create", errno, "psych-seccomp, MFD_CLOEXEC"));
   const auto read_back = [&]() -> setup_result<std::vector<sock_filter>> {
     if (const int rc = seccomp_export_bpf(context, fd); rc != 0)
-      return fail(system_failure("seccomp", "seccomp_export_bpf", -rc));
+      return fail(system_failure(launch_stage::seccomp, "seccomp_export_bpf", -rc));
     const off_t size = ::lseek(fd, 0, SEEK_END);
     constexpr auto unit = static_cast<off_t>(sizeof(sock_filter));
     if (size <= 0 || size % unit != 0 || size / unit > BPF_MAXINSNS)
-      return fail(refusal("seccomp", "libseccomp exported no usable BPF program"));
+      return fail(refusal(launch_stage::seccomp, "libseccomp exported no usable BPF program"));
     std::vector<sock_filter> program(static_cast<std::size_t>(size / unit));
     if (const auto got = posix::pread_all(fd, program.data(), static_cast<std::size_t>(size), 0);
         got.done < static_cast<std::size_t>(size))
-      return fail(system_failure("seccomp", "pread", got.error != 0 ? got.error : EIO, "psych-seccomp"));
+      return fail(system_failure(launch_stage::seccomp, "pread", got.error != 0 ? got.error : EIO, "psych-seccomp"));
     return program;
   };
   auto program = read_back();
@@ -92,14 +92,14 @@ setup_result<std::vector<sock_filter>> export_program(scmp_filter_ctx context) {
 
 setup_result<std::vector<sock_filter>> compile_rules(network_access network) {
   scmp_filter_ctx raw = seccomp_init(SCMP_ACT_ALLOW);
-  if (raw == nullptr) return fail(system_failure("seccomp", "seccomp_init", ENOMEM, "SCMP_ACT_ALLOW"));
+  if (raw == nullptr) return fail(system_failure(launch_stage::seccomp, "seccomp_init", ENOMEM, "SCMP_ACT_ALLOW"));
   const std::unique_ptr<void, context_deleter> owned{raw};
 
   // Only the native architecture is in the filter. A call through another ABI (i386 via
   // int 0x80, or x32 numbers >= 0x40000000, which libseccomp checks on x86_64) has its own
   // syscall table where none of the rules below would match, so it kills the process.
   if (const int rc = seccomp_attr_set(raw, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
-    return fail(system_failure("seccomp", "seccomp_attr_set", -rc, "SCMP_FLTATR_ACT_BADARCH"));
+    return fail(system_failure(launch_stage::seccomp, "seccomp_attr_set", -rc, "SCMP_FLTATR_ACT_BADARCH"));
 
   for (const char* call : denied_calls) {
     PSYCH_TRY(add_rule(raw, SCMP_ACT_ERRNO(EPERM), call));

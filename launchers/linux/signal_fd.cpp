@@ -40,11 +40,11 @@ signals_seen drain_signal_fd(int fd) {
 setup_result<signal_source> open_signal_source() {
   const sigset_t set = watched_signals();
   if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
-    return fail(system_failure("signals", "sigprocmask", errno, "SIG_BLOCK, SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
+    return fail(system_failure(launch_stage::signals, "sigprocmask", errno, "SIG_BLOCK, SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
   if (std::signal(SIGPIPE, SIG_IGN) == SIG_ERR)
-    return fail(system_failure("signals", "signal", errno, "SIGPIPE, SIG_IGN"));
+    return fail(system_failure(launch_stage::signals, "signal", errno, "SIGPIPE, SIG_IGN"));
   const int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0) return fail(system_failure("signals", "signalfd", errno, "SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
+  if (fd < 0) return fail(system_failure(launch_stage::signals, "signalfd", errno, "SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
   return signal_source{.fd = fd, .drain_fd = drain_signal_fd};
 }
 

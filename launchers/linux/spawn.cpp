@@ -17,10 +17,10 @@ setup_result<void> set_up_child(const child_plan& plan, pid_t launcher) {
   // After the identity drop, because changing the euid clears the parent-death signal; before
   // enter_workspace(), which fails if the launcher died before this line.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-    return fail(system_failure("session", "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
+    return fail(system_failure(launch_stage::session, "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
   PSYCH_TRY(enter_workspace(plan.basics, launcher));
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return fail(system_failure("no_new_privs", "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
+    return fail(system_failure(launch_stage::no_new_privs, "prctl", errno, "PR_SET_NO_NEW_PRIVS, 1"));
   // Needs NoNewPrivs (an unprivileged restrict_self is refused without it); after the chdir, so
   // the workspace is entered before anything is restricted.
   if (plan.landlock != nullptr) {

@@ -13,7 +13,7 @@ namespace psych::launcher {
 
 setup_result<void> become_subreaper() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-    return fail(system_failure("tree", "prctl", errno, "PR_SET_CHILD_SUBREAPER, 1"));
+    return fail(system_failure(launch_stage::tree, "prctl", errno, "PR_SET_CHILD_SUBREAPER, 1"));
   return success();
 }
 

@@ -20,13 +20,13 @@ setup_result<bootstrap_fd> seal_bootstrap(std::span<const unsigned char> blob) {
   // before it is unlinked, and that uid is the worker's (or root).
   std::string path = "/tmp/psych-bootstrap-XXXXXX";
   bootstrap_fd writer{::mkstemp(path.data())};
-  if (writer.get() < 0) return fail(system_failure("bootstrap", "mkstemp", errno, path));
+  if (writer.get() < 0) return fail(system_failure(launch_stage::bootstrap, "mkstemp", errno, path));
   bootstrap_fd reader{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
   const int open_error = errno;
   ::unlink(path.c_str());
-  if (reader.get() < 0) return fail(system_failure("bootstrap", "open", open_error, path));
+  if (reader.get() < 0) return fail(system_failure(launch_stage::bootstrap, "open", open_error, path));
   if (const auto written = posix::pwrite_all(writer.get(), blob.data(), blob.size(), 0); written.done < blob.size())
-    return fail(system_failure("bootstrap", "pwrite", written.error != 0 ? written.error : EIO, path));
+    return fail(system_failure(launch_stage::bootstrap, "pwrite", written.error != 0 ? written.error : EIO, path));
   return reader;
 }
 

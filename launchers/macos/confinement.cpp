@@ -20,7 +20,7 @@ constexpr std::array<const char*, 4> secret_subtrees = {"/Users", "/private/var/
 
 setup_result<std::string> canonical(const std::string& path) {
   char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) return fail(system_failure("seatbelt", "realpath", errno, path));
+  if (::realpath(path.c_str(), resolved) == nullptr) return fail(system_failure(launch_stage::seatbelt, "realpath", errno, path));
   return std::string(resolved);
 }
 

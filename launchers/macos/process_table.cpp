@@ -27,16 +27,16 @@ setup_result<std::vector<kinfo_proc>> read_kinfo(int* mib, u_int length, const c
   for (int attempt = 0; attempt < 8; ++attempt) {
     size_t size = 0;
     if (::sysctl(mib, length, nullptr, &size, nullptr, 0) != 0)
-      return fail(system_failure("proc", "sysctl", errno, what));
+      return fail(system_failure(launch_stage::proc, "sysctl", errno, what));
     std::vector<kinfo_proc> table(size / sizeof(kinfo_proc) + 16);
     size = table.size() * sizeof(kinfo_proc);
     if (::sysctl(mib, length, table.data(), &size, nullptr, 0) == 0) {
       table.resize(size / sizeof(kinfo_proc));
       return table;
     }
-    if (errno != ENOMEM) return fail(system_failure("proc", "sysctl", errno, what));
+    if (errno != ENOMEM) return fail(system_failure(launch_stage::proc, "sysctl", errno, what));
   }
-  return fail(system_failure("proc", "sysctl", ENOMEM, what));
+  return fail(system_failure(launch_stage::proc, "sysctl", ENOMEM, what));
 }
 
 }  // namespace

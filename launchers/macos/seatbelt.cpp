@@ -15,7 +15,7 @@ setup_result<void> enter_seatbelt(const std::string& profile) {
   std::string message = error != nullptr ? error : "no message";
   if (error != nullptr) ::sandbox_free_error(error);
 #pragma clang diagnostic pop
-  return fail(setup_error{"seatbelt", "sandbox_init", 0, "sandbox_init(profile): " + message});
+  return fail(setup_error{launch_stage::seatbelt, "sandbox_init", 0, "sandbox_init(profile): " + message});
 }
 
 }  // namespace psych::launcher

@@ -23,9 +23,9 @@ setup_result<void> append_subpaths(std::string& out, const std::vector<std::stri
 
 setup_result<std::string> sbpl_string(std::string_view path) {
   if (path.empty() || path.front() != '/')
-    return fail(refusal("seatbelt", fmt::format("{:?} is not an absolute path", path)));
+    return fail(refusal(launch_stage::seatbelt, fmt::format("{:?} is not an absolute path", path)));
   if (std::any_of(path.begin(), path.end(), control_character))
-    return fail(refusal("seatbelt", fmt::format("the path {:?} holds a control character", path)));
+    return fail(refusal(launch_stage::seatbelt, fmt::format("the path {:?} holds a control character", path)));
   std::string literal = "\"";
   for (const char c : path) {
     if (c == '"' || c == '\\') literal.push_back('\\');

@@ -45,16 +45,16 @@ signals_seen drain_signal_pipe(int fd) {
 
 setup_result<signal_source> open_signal_source() {
   int ends[2];
-  if (::pipe(ends) != 0) return fail(system_failure("signals", "pipe", errno));
+  if (::pipe(ends) != 0) return fail(system_failure(launch_stage::signals, "pipe", errno));
   if (!set_flags(ends[0]) || !set_flags(ends[1])) {
     const int saved = errno;
     ::close(ends[0]);
     ::close(ends[1]);
-    return fail(system_failure("signals", "fcntl", saved, "signal pipe, FD_CLOEXEC, O_NONBLOCK"));
+    return fail(system_failure(launch_stage::signals, "fcntl", saved, "signal pipe, FD_CLOEXEC, O_NONBLOCK"));
   }
   pipe_write_end = ends[1];
   if (std::signal(SIGPIPE, SIG_IGN) == SIG_ERR)
-    return fail(system_failure("signals", "signal", errno, "SIGPIPE, SIG_IGN"));
+    return fail(system_failure(launch_stage::signals, "signal", errno, "SIGPIPE, SIG_IGN"));
   struct sigaction action {};
   action.sa_handler = note_signal;
   // SA_NOCLDSTOP: a program's process that stops is no news; SIGCHLD still comes when it ends.
@@ -62,7 +62,7 @@ setup_result<signal_source> open_signal_source() {
   sigfillset(&action.sa_mask);
   for (const int signal : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
     if (::sigaction(signal, &action, nullptr) != 0)
-      return fail(system_failure("signals", "sigaction", errno, "SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
+      return fail(system_failure(launch_stage::signals, "sigaction", errno, "SIGCHLD|SIGTERM|SIGINT|SIGHUP"));
   return signal_source{.fd = ends[0], .drain_fd = drain_signal_pipe};
 }
 

@@ -32,7 +32,7 @@ setup_result<void> enter_child_session(const child_basics& child) {
   PSYCH_TRY(restore_default_signals());
   // Its own session and process group: no controlling terminal, and one group the host can
   // signal as a whole.
-  if (::setsid() < 0) return fail(system_failure("session", "setsid", errno));
+  if (::setsid() < 0) return fail(system_failure(launch_stage::session, "setsid", errno));
   PSYCH_TRY(arrange_child_fds(child.bootstrap_fd));
   PSYCH_TRY(apply_rlimits(child.rlimits));
   // What the program makes in the host's shared directories (/tmp, /dev/shm) is its own: a
@@ -42,14 +42,14 @@ setup_result<void> enter_child_session(const child_basics& child) {
 }
 
 setup_result<void> enter_workspace(const child_basics& child, pid_t launcher) {
-  if (::getppid() != launcher) return fail(refusal("session", "the launcher ended during setup"));
-  if (::chdir(child.workspace.c_str()) != 0) return fail(system_failure("workspace", "chdir", errno, child.workspace));
+  if (::getppid() != launcher) return fail(refusal(launch_stage::session, "the launcher ended during setup"));
+  if (::chdir(child.workspace.c_str()) != 0) return fail(system_failure(launch_stage::workspace, "chdir", errno, child.workspace));
   return success();
 }
 
 setup_error exec_interpreter(const child_basics& child) {
   ::execve(child.interpreter.c_str(), child.argv.data(), child.environment.data());
-  return system_failure("exec", "execve", errno, child.interpreter);
+  return system_failure(launch_stage::exec, "execve", errno, child.interpreter);
 }
 
 namespace {
@@ -57,13 +57,13 @@ namespace {
 /// pipe() then FD_CLOEXEC on both ends: the launcher is single-threaded, so no other thread can
 /// fork between the two (and macOS has no pipe2).
 setup_result<void> open_status_pipe(int (&ends)[2]) {
-  if (::pipe(ends) != 0) return fail(system_failure("exec", "pipe", errno));
+  if (::pipe(ends) != 0) return fail(system_failure(launch_stage::exec, "pipe", errno));
   for (const int fd : ends)
     if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
       const int saved = errno;
       ::close(ends[0]);
       ::close(ends[1]);
-      return fail(system_failure("exec", "fcntl", saved, "status pipe, F_SETFD, FD_CLOEXEC"));
+      return fail(system_failure(launch_stage::exec, "fcntl", saved, "status pipe, F_SETFD, FD_CLOEXEC"));
     }
   return success();
 }
@@ -80,7 +80,7 @@ setup_result<spawned> fork_and_exec(const child_setup& set_up) {
     const int saved = errno;
     ::close(status[0]);
     ::close(status[1]);
-    return fail(system_failure("exec", "fork", saved));
+    return fail(system_failure(launch_stage::exec, "fork", saved));
   }
   if (pid == 0) {
     ::close(status[0]);

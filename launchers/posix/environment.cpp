@@ -15,9 +15,9 @@ setup_result<string_vector> build_environment(const std::map<std::string, std::s
   entries.reserve(variables.size());
   for (const auto& [key, value] : variables) {
     if (key.empty() || key.find_first_of(std::string_view("=\0", 2)) != std::string::npos)
-      return fail(refusal("environment", fmt::format("environment key {:?} cannot be passed to a process", key)));
+      return fail(refusal(launch_stage::environment, fmt::format("environment key {:?} cannot be passed to a process", key)));
     if (value.find('\0') != std::string::npos)
-      return fail(refusal("environment", fmt::format("the value of {} holds a NUL byte", key)));
+      return fail(refusal(launch_stage::environment, fmt::format("the value of {} holds a NUL byte", key)));
     entries.push_back(key + '=' + value);
   }
   return string_vector(std::move(entries));

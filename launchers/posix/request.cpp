@@ -13,11 +13,11 @@ namespace psych::launcher {
 setup_result<accepted_request> accept_request(control_channel& control, isolation_level reachable) {
   PSYCH_TRY(check_inherited_fds());
   PSYCH_TRY(auto line, control.read_line());
-  if (!line) return fail(refusal("protocol", "control closed before a launch frame arrived"));
+  if (!line) return fail(refusal(launch_stage::protocol, "control closed before a launch frame arrived"));
   auto frame = protocol::decode_frame<protocol::launch_frame, protocol::cancel_frame>(*line);
-  if (!frame) return fail(from_error("protocol", frame.error()));
+  if (!frame) return fail(from_error(launch_stage::protocol, frame.error()));
   if (!std::holds_alternative<protocol::launch_frame>(frame.value()))
-    return fail(refusal("protocol", "the first frame on control must be launch"));
+    return fail(refusal(launch_stage::protocol, "the first frame on control must be launch"));
   auto launch = std::get<protocol::launch_frame>(std::move(frame).value());
   PSYCH_TRY(validate_launch(launch, reachable));
   // Unprivileged, an ISOLATED sandbox maps the worker's own uid into its user namespace, which is

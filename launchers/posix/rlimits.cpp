@@ -28,7 +28,7 @@ namespace {
 setup_result<void> set_one(int resource, const char* name, rlim_t soft, rlim_t hard) {
   const rlimit value{soft, hard};
   if (::setrlimit(resource, &value) != 0)
-    return fail(system_failure("rlimits", "setrlimit", errno, fmt::format("{}, {}, {}", name, soft, hard)));
+    return fail(system_failure(launch_stage::rlimits, "setrlimit", errno, fmt::format("{}, {}, {}", name, soft, hard)));
   return success();
 }
 

@@ -7,9 +7,9 @@
 
 namespace psych::launcher {
 
-setup_error system_failure(std::string_view stage, std::string_view call, int error_number,
+setup_error system_failure(launch_stage stage, std::string_view call, int error_number,
                            std::string_view what) {
-  return setup_error{std::string(stage), std::string(call), error_number,
+  return setup_error{stage, std::string(call), error_number,
                      fmt::format("{}({}): {}", call, what, std::strerror(error_number))};
 }
 

@@ -9,6 +9,7 @@ namespace psych::launcher {
 
 using launch_setup::fail;
 using launch_setup::from_error;
+using launch_setup::launch_stage;
 using launch_setup::refusal;
 using launch_setup::setup_error;
 using launch_setup::setup_result;
@@ -16,7 +17,7 @@ using launch_setup::success;
 
 /// `call` failed with `error_number` while doing `what` (for example "RLIMIT_AS, 536870912").
 /// The message reads "setrlimit(RLIMIT_AS, 536870912): Operation not permitted".
-setup_error system_failure(std::string_view stage, std::string_view call, int error_number,
+setup_error system_failure(launch_stage stage, std::string_view call, int error_number,
                            std::string_view what = {});
 
 }  // namespace psych::launcher

@@ -11,12 +11,12 @@ setup_result<void> restore_default_signals() {
   for (int signal = 1; signal < NSIG; ++signal) {
     // SIGKILL, SIGSTOP and the realtime signals glibc reserves refuse with EINVAL: nothing to undo.
     if (::sigaction(signal, &default_action, nullptr) != 0 && errno != EINVAL)
-      return fail(system_failure("signals", "sigaction", errno, "SIG_DFL"));
+      return fail(system_failure(launch_stage::signals, "sigaction", errno, "SIG_DFL"));
   }
   sigset_t none;
   sigemptyset(&none);
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
-    return fail(system_failure("signals", "sigprocmask", errno, "SIG_SETMASK, {}"));
+    return fail(system_failure(launch_stage::signals, "sigprocmask", errno, "SIG_SETMASK, {}"));
   return success();
 }
 

@@ -74,7 +74,7 @@ void handle_next_frame(control_channel& control, const watch& what, clock_state&
     }
   }
   const auto* cancel = frame ? std::get_if<protocol::cancel_frame>(&frame.value()) : nullptr;
-  const bool timeout = cancel != nullptr && cancel->reason == "timeout";
+  const bool timeout = cancel != nullptr && cancel->reason == protocol::cancel_reason::timeout;
   why = verdict{.ended = true,
                 .cancelled = true,
                 .limit_hit = timeout ? std::optional(limit_name::wall_seconds) : std::nullopt};

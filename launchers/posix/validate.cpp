@@ -20,35 +20,35 @@ bool absolute_path(const std::string& path) {
 
 setup_result<void> validate_launch(const protocol::launch_frame& launch, isolation_level reachable) {
   if (launch.version != protocol::contract_version)
-    return fail(refusal("launch", fmt::format("contract version {} is not the launcher's {}", launch.version,
+    return fail(refusal(launch_stage::launch, fmt::format("contract version {} is not the launcher's {}", launch.version,
                                               protocol::contract_version)));
   if (launch.isolation > reachable)
-    return fail(refusal("isolation", fmt::format("isolation={} is beyond this launcher, which reaches {}",
+    return fail(refusal(launch_stage::isolation, fmt::format("isolation={} is beyond this launcher, which reaches {}",
                                                  name_of(launch.isolation), name_of(reachable))));
   if (launch.isolation == isolation_level::isolated && launch.network != network_access::none)
-    return fail(refusal("isolation", "isolation=isolated with a network grant is not offered: the sandbox's "
+    return fail(refusal(launch_stage::isolation, "isolation=isolated with a network grant is not offered: the sandbox's "
                                      "network namespace holds only a downed loopback (network_not_offered)"));
   for (const auto& refused : {protocol::check_token(launch.token), protocol::check_limits(launch.limits, {62})})
     if (refused) return fail(refusal(refused->stage, refused->message));
   if (launch.open_files <= 0 || launch.open_files > (std::int64_t{1} << 30))
-    return fail(refusal("limits", "open_files must be a positive count"));
+    return fail(refusal(launch_stage::limits, "open_files must be a positive count"));
 
   for (const auto& [name, path] : {std::pair{"interpreter", &launch.interpreter},
                                    std::pair{"workspace", &launch.workspace},
                                    std::pair{"tmp_dir", &launch.tmp_dir}, std::pair{"canary", &launch.canary}})
     if (!absolute_path(*path))
-      return fail(refusal("launch", fmt::format("{} must be an absolute path, not {:?}", name, *path)));
+      return fail(refusal(launch_stage::launch, fmt::format("{} must be an absolute path, not {:?}", name, *path)));
   for (const auto port : {launch.probe.ipv4_port, launch.probe.ipv6_port})
-    if (port < 0 || port > 65535) return fail(refusal("launch", fmt::format("probe port {} is not a port", port)));
+    if (port < 0 || port > 65535) return fail(refusal(launch_stage::launch, fmt::format("probe port {} is not a port", port)));
   return success();
 }
 
 setup_result<void> validate_narrowing(const sandbox_limits& narrowed, const sandbox_limits& launched) {
-  if (auto valid = validate_limits(narrowed); !valid) return fail(from_error("narrow", valid.error()));
+  if (auto valid = validate_limits(narrowed); !valid) return fail(from_error(launch_stage::narrow, valid.error()));
   auto capped = narrowed;
   narrow(capped, launched);
   if (!(capped == narrowed))
-    return fail(refusal("narrow", "a narrowing may only lower limits, and one of these is above the launch's"));
+    return fail(refusal(launch_stage::narrow, "a narrowing may only lower limits, and one of these is above the launch's"));
   return success();
 }
 

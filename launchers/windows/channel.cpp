@@ -14,7 +14,7 @@ namespace psych::windows {
 namespace {
 
 setup_error socket_failure(std::string_view call, std::string_view what) {
-  return system_failure("channel", call, static_cast<DWORD>(::WSAGetLastError()), what);
+  return system_failure(launch_stage::channel, call, static_cast<DWORD>(::WSAGetLastError()), what);
 }
 
 bool is_hex(std::string_view text) {
@@ -34,11 +34,11 @@ setup_result<host_address> host_address_from_environment() {
   unsigned port = 0;
   const auto [end, parsed] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (parsed != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
-    return fail(refusal("channel", fmt::format("{} must be the host's loopback port, not {:?}",
+    return fail(refusal(launch_stage::channel, fmt::format("{} must be the host's loopback port, not {:?}",
                                                protocol::host_port_variable, port_text)));
   auto secret = variable(protocol::host_secret_variable);
   if (secret.size() < 32 || secret.size() > 128 || !is_hex(secret))
-    return fail(refusal("channel", fmt::format("{} must be 32 to 128 hex digits", protocol::host_secret_variable)));
+    return fail(refusal(launch_stage::channel, fmt::format("{} must be 32 to 128 hex digits", protocol::host_secret_variable)));
   return host_address{static_cast<std::uint16_t>(port), std::move(secret)};
 }
 
@@ -71,7 +71,7 @@ setup_result<void> write_all(HANDLE pipe, std::span<const unsigned char> bytes, 
     const auto chunk = static_cast<DWORD>(std::min<std::size_t>(bytes.size() - at, 1u << 20));
     DWORD written = 0;
     if (!::WriteFile(pipe, bytes.data() + at, chunk, &written, nullptr) || written == 0)
-      return fail(last_error("channel", "WriteFile", fmt::format("the handover pipe, {}", what)));
+      return fail(last_error(launch_stage::channel, "WriteFile", fmt::format("the handover pipe, {}", what)));
     at += written;
   }
   return success();
@@ -105,7 +105,7 @@ setup_result<bool> control_channel::receive_once() {
   auto fed = reader_.feed({buffer, static_cast<std::size_t>(n)}, [this](std::string_view line) {
     lines_.emplace_back(line);
   });
-  if (!fed) return fail(from_error("protocol", fed.error()));
+  if (!fed) return fail(from_error(launch_stage::protocol, fed.error()));
   return true;
 }
 

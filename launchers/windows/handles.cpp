@@ -13,11 +13,11 @@ namespace {
 setup_result<unique_handle> inheritable_copy_of(DWORD which, const char* name) {
   const HANDLE own = ::GetStdHandle(which);
   if (own == nullptr || own == INVALID_HANDLE_VALUE)
-    return fail(refusal("handles", std::string("the launcher has no ") + name +
+    return fail(refusal(launch_stage::handles, std::string("the launcher has no ") + name +
                                        " to pass on: the host gives it the program's output handles"));
   HANDLE copy = nullptr;
   if (!::DuplicateHandle(::GetCurrentProcess(), own, ::GetCurrentProcess(), &copy, 0, TRUE, DUPLICATE_SAME_ACCESS))
-    return fail(last_error("handles", "DuplicateHandle", name));
+    return fail(last_error(launch_stage::handles, "DuplicateHandle", name));
   return unique_handle(copy);
 }
 
@@ -29,7 +29,7 @@ setup_result<prepared_handles> prepare_inherited_handles(std::size_t handover_by
   SECURITY_ATTRIBUTES inheritable{sizeof(SECURITY_ATTRIBUTES), nullptr, TRUE};
   handles.input = unique_handle(::CreateFileW(L"NUL", GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, &inheritable,
                                               OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr));
-  if (!handles.input) return fail(last_error("handles", "CreateFileW", "NUL"));
+  if (!handles.input) return fail(last_error(launch_stage::handles, "CreateFileW", "NUL"));
   PSYCH_TRY(handles.output, inheritable_copy_of(STD_OUTPUT_HANDLE, "stdout"));
   PSYCH_TRY(handles.error, inheritable_copy_of(STD_ERROR_HANDLE, "stderr"));
   HANDLE reader = nullptr;
@@ -37,11 +37,11 @@ setup_result<prepared_handles> prepare_inherited_handles(std::size_t handover_by
   SECURITY_ATTRIBUTES private_to_launcher{sizeof(SECURITY_ATTRIBUTES), nullptr, FALSE};
   // Room for everything the launcher writes, so that writing it does not wait for the child.
   if (!::CreatePipe(&reader, &writer, &private_to_launcher, static_cast<DWORD>(handover_bytes)))
-    return fail(last_error("handles", "CreatePipe", "handover"));
+    return fail(last_error(launch_stage::handles, "CreatePipe", "handover"));
   handles.handover = unique_handle(reader);
   prepared.handover_writer = unique_handle(writer);
   if (!::SetHandleInformation(reader, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT))
-    return fail(last_error("handles", "SetHandleInformation", "handover, HANDLE_FLAG_INHERIT"));
+    return fail(last_error(launch_stage::handles, "SetHandleInformation", "handover, HANDLE_FLAG_INHERIT"));
   return prepared;
 }
 

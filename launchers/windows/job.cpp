@@ -17,7 +17,7 @@ std::int64_t ticks_of(double seconds) { return static_cast<std::int64_t>(std::ce
 
 setup_result<execution_job> execution_job::create(const sandbox_limits& limits) {
   unique_handle handle(::CreateJobObjectW(nullptr, nullptr));
-  if (!handle) return fail(last_error("job", "CreateJobObjectW"));
+  if (!handle) return fail(last_error(launch_stage::job, "CreateJobObjectW"));
   execution_job job(std::move(handle));
 
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION info{};
@@ -33,11 +33,11 @@ setup_result<execution_job> execution_job::create(const sandbox_limits& limits) 
   info.JobMemoryLimit = static_cast<SIZE_T>(limits.address_space_bytes.value);
   info.ProcessMemoryLimit = static_cast<SIZE_T>(limits.address_space_bytes.value);
   if (!::SetInformationJobObject(job.handle(), JobObjectExtendedLimitInformation, &info, sizeof info))
-    return fail(last_error("job", "SetInformationJobObject", "JobObjectExtendedLimitInformation"));
+    return fail(last_error(launch_stage::job, "SetInformationJobObject", "JobObjectExtendedLimitInformation"));
 
   JOBOBJECT_BASIC_UI_RESTRICTIONS ui{every_ui_limit};
   if (!::SetInformationJobObject(job.handle(), JobObjectBasicUIRestrictions, &ui, sizeof ui))
-    return fail(last_error("job", "SetInformationJobObject", "JobObjectBasicUIRestrictions"));
+    return fail(last_error(launch_stage::job, "SetInformationJobObject", "JobObjectBasicUIRestrictions"));
 
   PSYCH_TRY(job.read_limits_back());
   return job;
@@ -49,14 +49,14 @@ setup_result<void> execution_job::read_limits_back() {
 }
 
 setup_result<void> execution_job::assign(HANDLE process) const {
-  if (!::AssignProcessToJobObject(job_.get(), process)) return fail(last_error("job", "AssignProcessToJobObject"));
+  if (!::AssignProcessToJobObject(job_.get(), process)) return fail(last_error(launch_stage::job, "AssignProcessToJobObject"));
   return success();
 }
 
 setup_result<job_accounting> execution_job::accounting() const {
   JOBOBJECT_BASIC_ACCOUNTING_INFORMATION info{};
   if (!::QueryInformationJobObject(job_.get(), JobObjectBasicAccountingInformation, &info, sizeof info, nullptr))
-    return fail(last_error("job", "QueryInformationJobObject", "JobObjectBasicAccountingInformation"));
+    return fail(last_error(launch_stage::job, "QueryInformationJobObject", "JobObjectBasicAccountingInformation"));
   return job_accounting{.active_processes = info.ActiveProcesses,
                         .user_seconds = static_cast<double>(info.TotalUserTime.QuadPart) / ticks_per_second,
                         .kernel_seconds = static_cast<double>(info.TotalKernelTime.QuadPart) / ticks_per_second};
@@ -91,7 +91,7 @@ setup_result<std::int64_t> execution_job::descendants_of(std::int64_t child) con
   static_assert(offsetof(decltype(ids), pids) == offsetof(JOBOBJECT_BASIC_PROCESS_ID_LIST, ProcessIdList));
   if (!::QueryInformationJobObject(job_.get(), JobObjectBasicProcessIdList, &ids, sizeof ids, nullptr)) {
     if (::GetLastError() != ERROR_MORE_DATA)
-      return fail(last_error("job", "QueryInformationJobObject", "JobObjectBasicProcessIdList"));
+      return fail(last_error(launch_stage::job, "QueryInformationJobObject", "JobObjectBasicProcessIdList"));
     PSYCH_TRY(const auto now, accounting());
     return now.active_processes;
   }

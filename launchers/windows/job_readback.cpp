@@ -22,7 +22,7 @@ setup_result<job_limits_read_back> read_job_back(HANDLE job_handle) {
   job_limits_read_back read_back;
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION info{};
   if (!::QueryInformationJobObject(job_handle, JobObjectExtendedLimitInformation, &info, sizeof info, nullptr))
-    return fail(last_error("job", "QueryInformationJobObject", "JobObjectExtendedLimitInformation"));
+    return fail(last_error(launch_stage::job, "QueryInformationJobObject", "JobObjectExtendedLimitInformation"));
   const auto& basic = info.BasicLimitInformation;
   const DWORD flags = basic.LimitFlags;
   auto& job = read_back.job;

@@ -31,12 +31,12 @@ constexpr int exit_refused = 2;
 
 setup_result<protocol::launch_frame> accept_launch(control_channel& control) {
   PSYCH_TRY(auto line, control.read_line());
-  if (!line) return fail(refusal("protocol", "control closed before a launch frame arrived"));
+  if (!line) return fail(refusal(launch_stage::protocol, "control closed before a launch frame arrived"));
   auto frame = protocol::decode_frame<protocol::launch_frame, protocol::cancel_frame>(
       *line, {.max_bytes = control_frame_bytes});
-  if (!frame) return fail(from_error("protocol", frame.error()));
+  if (!frame) return fail(from_error(launch_stage::protocol, frame.error()));
   if (!std::holds_alternative<protocol::launch_frame>(frame.value()))
-    return fail(refusal("protocol", "the first frame on control must be launch"));
+    return fail(refusal(launch_stage::protocol, "the first frame on control must be launch"));
   auto launch = std::get<protocol::launch_frame>(std::move(frame).value());
   PSYCH_TRY(validate_launch(launch));
   return launch;
@@ -93,7 +93,7 @@ int run() {
   auto launch = accept_launch(control);
   if (!launch) return report_failure(control, launch.error(), exit_refused);
   auto environment = build_environment_block(launch.value().environment);
-  if (!environment) return report_failure(control, refusal("environment", environment.error().detail), exit_refused);
+  if (!environment) return report_failure(control, refusal(launch_stage::environment, environment.error().detail), exit_refused);
 
   // A step that fails after the child exists leaves it in the job, whose handle closes as this
   // returns: kill-on-close ends it.

@@ -9,12 +9,12 @@
 
 namespace psych::windows {
 
-setup_error system_failure(std::string_view stage, std::string_view call, DWORD error, std::string_view what) {
-  return setup_error{std::string(stage), std::string(call), static_cast<std::int64_t>(error),
+setup_error system_failure(launch_stage stage, std::string_view call, DWORD error, std::string_view what) {
+  return setup_error{stage, std::string(call), static_cast<std::int64_t>(error),
                      fmt::format("{}({}): {}", call, what, error_text(error))};
 }
 
-setup_error last_error(std::string_view stage, std::string_view call, std::string_view what) {
+setup_error last_error(launch_stage stage, std::string_view call, std::string_view what) {
   return system_failure(stage, call, ::GetLastError(), what);
 }
 

@@ -12,6 +12,7 @@ namespace psych::windows {
 
 using launch_setup::fail;
 using launch_setup::from_error;
+using launch_setup::launch_stage;
 using launch_setup::refusal;
 using launch_setup::setup_error;
 using launch_setup::setup_result;
@@ -19,9 +20,9 @@ using launch_setup::success;
 
 /// `call` failed with Win32 `error` while doing `what`. The message reads
 /// "SetInformationJobObject(JobObjectExtendedLimitInformation): Access is denied."
-setup_error system_failure(std::string_view stage, std::string_view call, DWORD error, std::string_view what = {});
+setup_error system_failure(launch_stage stage, std::string_view call, DWORD error, std::string_view what = {});
 
 /// The same with GetLastError() as the error.
-setup_error last_error(std::string_view stage, std::string_view call, std::string_view what = {});
+setup_error last_error(launch_stage stage, std::string_view call, std::string_view what = {});
 
 }  // namespace psych::windows

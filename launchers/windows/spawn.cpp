@@ -10,7 +10,7 @@ setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited
                                          const execution_job& job) {
   auto listed = handles.list();
   const handle_list_attribute attribute{listed};
-  if (!attribute) return fail(system_failure("spawn", attribute.failed_call(), attribute.error(), attribute.failed_on()));
+  if (!attribute) return fail(system_failure(launch_stage::spawn, attribute.failed_call(), attribute.error(), attribute.failed_on()));
 
   STARTUPINFOEXW startup{};
   startup.StartupInfo.cb = sizeof startup;
@@ -29,7 +29,7 @@ setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited
   if (!::CreateProcessW(executable.c_str(), line.data(), nullptr, nullptr, TRUE,
                         CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT | CREATE_NO_WINDOW,
                         environment.data(), workspace.c_str(), &startup.StartupInfo, &started))
-    return fail(last_error("spawn", "CreateProcessW", plan.executable));
+    return fail(last_error(launch_stage::spawn, "CreateProcessW", plan.executable));
   started_child child{unique_handle(started.hProcess), static_cast<std::int64_t>(started.dwProcessId)};
   const unique_handle thread(started.hThread);
   if (auto assigned = job.assign(child.process.get()); !assigned) {
@@ -37,7 +37,7 @@ setup_result<started_child> spawn_in_job(const child_plan& plan, const inherited
     return fail(assigned.error());
   }
   if (::ResumeThread(thread.get()) == static_cast<DWORD>(-1)) {
-    auto error = last_error("spawn", "ResumeThread");
+    auto error = last_error(launch_stage::spawn, "ResumeThread");
     ::TerminateProcess(child.process.get(), 1);
     return fail(std::move(error));
   }

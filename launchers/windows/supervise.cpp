@@ -23,7 +23,8 @@ enum class ending { child_exited, wall_clock, cancelled, cancelled_for_timeout, 
 /// the contract, which ends the execution as a cancel too.
 ending ending_for(const std::string& line) {
   auto frame = protocol::decode_frame<protocol::cancel_frame>(line, {.max_bytes = control_frame_bytes});
-  if (frame && std::get<protocol::cancel_frame>(frame.value()).reason == "timeout") return ending::cancelled_for_timeout;
+  if (frame && std::get<protocol::cancel_frame>(frame.value()).reason == protocol::cancel_reason::timeout)
+    return ending::cancelled_for_timeout;
   return ending::cancelled;
 }
 
@@ -31,13 +32,13 @@ ending ending_for(const std::string& line) {
 setup_result<ending> wait_for_ending(control_channel& control, HANDLE process, clock_type::time_point deadline) {
   const HANDLE readable = ::WSACreateEvent();
   if (readable == WSA_INVALID_EVENT)
-    return fail(system_failure("supervise", "WSACreateEvent", static_cast<DWORD>(::WSAGetLastError())));
+    return fail(system_failure(launch_stage::supervise, "WSACreateEvent", static_cast<DWORD>(::WSAGetLastError())));
   struct event_closer {
     HANDLE event;
     ~event_closer() { ::WSACloseEvent(event); }
   } closer{readable};
   if (::WSAEventSelect(control.socket(), readable, FD_READ | FD_CLOSE) != 0)
-    return fail(system_failure("supervise", "WSAEventSelect", static_cast<DWORD>(::WSAGetLastError()), "control"));
+    return fail(system_failure(launch_stage::supervise, "WSAEventSelect", static_cast<DWORD>(::WSAGetLastError()), "control"));
   const HANDLE waited[] = {process, readable};
   // A frame that came in the same read as `launch` is queued already; no event will announce it.
   if (auto line = control.next_line()) return ending_for(*line);
@@ -46,7 +47,7 @@ setup_result<ending> wait_for_ending(control_channel& control, HANDLE process, c
     const DWORD result = ::WaitForMultipleObjects(2, waited, FALSE, static_cast<DWORD>(std::max<long long>(left, 0)));
     if (result == WAIT_OBJECT_0) return ending::child_exited;
     if (result == WAIT_TIMEOUT) return ending::wall_clock;
-    if (result != WAIT_OBJECT_0 + 1) return fail(last_error("supervise", "WaitForMultipleObjects"));
+    if (result != WAIT_OBJECT_0 + 1) return fail(last_error(launch_stage::supervise, "WaitForMultipleObjects"));
     ::WSAResetEvent(readable);
     PSYCH_TRY(const bool open, control.receive());
     if (auto line = control.next_line()) return ending_for(*line);

@@ -25,18 +25,18 @@ bool absolute_windows_path(const std::string& path) {
 
 setup_result<void> validate_launch(const protocol::launch_frame& launch) {
   if (launch.version != protocol::contract_version)
-    return fail(refusal("launch", fmt::format("contract version {} is not the launcher's {}", launch.version,
+    return fail(refusal(launch_stage::launch, fmt::format("contract version {} is not the launcher's {}", launch.version,
                                               protocol::contract_version)));
   if (launch.isolation != isolation_level::process)
-    return fail(refusal("isolation", "the Windows launcher reaches isolation=process only: a Job Object contains "
+    return fail(refusal(launch_stage::isolation, "the Windows launcher reaches isolation=process only: a Job Object contains "
                                      "the tree and its limits, but nothing gives the child a boundary of its own"));
   if (launch.prepared)
-    return fail(refusal("launch", "prepared launches are not offered by the Windows launcher"));
+    return fail(refusal(launch_stage::launch, "prepared launches are not offered by the Windows launcher"));
   if (launch.run_as)
-    return fail(refusal("identity", "the Windows launcher runs the child as the worker's own account; run_as "
+    return fail(refusal(launch_stage::identity, "the Windows launcher runs the child as the worker's own account; run_as "
                                     "must be null"));
   if (!launch.allow_same_uid)
-    return fail(refusal("identity", "the child would run as the worker's own account, which the launch does not "
+    return fail(refusal(launch_stage::identity, "the child would run as the worker's own account, which the launch does not "
                                     "allow (allow_same_uid)"));
   for (const auto& refused : {protocol::check_token(launch.token), protocol::check_limits(launch.limits, windows_bytes)})
     if (refused) return fail(refusal(refused->stage, refused->message));
@@ -45,11 +45,11 @@ setup_result<void> validate_launch(const protocol::launch_frame& launch) {
                                    std::pair{"workspace", &launch.workspace}, std::pair{"tmp_dir", &launch.tmp_dir},
                                    std::pair{"canary", &launch.canary}})
     if (!absolute_windows_path(*path))
-      return fail(refusal("launch", fmt::format("{} must be an absolute Windows path, not {:?}", name, *path)));
+      return fail(refusal(launch_stage::launch, fmt::format("{} must be an absolute Windows path, not {:?}", name, *path)));
   if (launch.interpreter.find('"') != std::string::npos)
-    return fail(refusal("launch", "the interpreter's path cannot hold a quote on Windows"));
+    return fail(refusal(launch_stage::launch, "the interpreter's path cannot hold a quote on Windows"));
   for (const auto port : {launch.probe.ipv4_port, launch.probe.ipv6_port})
-    if (port < 0 || port > 65535) return fail(refusal("launch", fmt::format("probe port {} is not a port", port)));
+    if (port < 0 || port > 65535) return fail(refusal(launch_stage::launch, fmt::format("probe port {} is not a port", port)));
   return success();
 }
 

@@ -222,7 +222,7 @@ TEST_CASE("limits that cannot be a cgroup's are refused") {
     INFO(limits.memory_bytes << " bytes, " << limits.pids << " pids, " << limits.cpu_seconds_per_second << " cpu");
     const auto made = execution_cgroup::create(limits);
     REQUIRE_FALSE(made);
-    CHECK(made.error().stage == "cgroup");
+    CHECK(made.error().stage == launch_stage::cgroup);
   }
 }
 

@@ -405,7 +405,7 @@ TEST_CASE("a path that does not exist is skipped, any other failure fails") {
     paths.read_only = {t / "loop"};
     const auto ruleset = landlock_ruleset::prepare(paths);
     REQUIRE_FALSE(ruleset.has_value());
-    CHECK(ruleset.error().stage == "landlock");
+    CHECK(ruleset.error().stage == launch_stage::landlock);
     CHECK(ruleset.error().syscall == "open");
     CHECK(ruleset.error().error_number == ELOOP);
   }

@@ -450,11 +450,11 @@ TEST_CASE("cancel kills the tree and still answers with exit") {
   options.cancel_after = std::chrono::milliseconds(300);
   std::optional<limit_name> expected_limit;
   SUBCASE("reason cancelled") {
-    options.cancel_reason = "cancelled";
+    options.cancel_reason = protocol::cancel_reason::cancelled;
     expected_limit = std::nullopt;
   }
   SUBCASE("reason timeout") {
-    options.cancel_reason = "timeout";
+    options.cancel_reason = protocol::cancel_reason::timeout;
     expected_limit = limit_name::wall_seconds;
   }
   const auto outcome = run_program(default_launch(dir), "import time\ntime.sleep(30)", options);
@@ -525,7 +525,7 @@ TEST_CASE("an interpreter that cannot be exec'd is an error frame, and nothing r
   const auto outcome = launch_only(launch);
   CHECK_FALSE(outcome.started);
   REQUIRE(outcome.error);
-  CHECK(outcome.error->stage == "exec");
+  CHECK(outcome.error->stage == protocol::launch_stage::exec);
   CHECK(outcome.error->syscall == "execve");
   CHECK(outcome.error->error_number == ENOENT);
   CHECK(outcome.launcher_status == 1);
@@ -541,7 +541,7 @@ TEST_CASE("an identity that is no drop is refused unless allow_same_uid") {
   const auto outcome = launch_only(launch);
   CHECK_FALSE(outcome.started);
   REQUIRE(outcome.error);
-  CHECK(outcome.error->stage == "identity");
+  CHECK(outcome.error->stage == protocol::launch_stage::identity);
   CHECK(outcome.launcher_status == 2);
 }
 
@@ -589,7 +589,7 @@ TEST_CASE("isolation=isolated as root refuses to map the sandbox's root to host 
   launch.allow_same_uid = true;
   const auto outcome = launch_only(launch);
   REQUIRE(outcome.error);
-  CHECK(outcome.error->stage == "identity");
+  CHECK(outcome.error->stage == protocol::launch_stage::identity);
   CHECK(outcome.launcher_status == 1);
 }
 
@@ -597,28 +597,29 @@ TEST_CASE("a bad request is one error frame and exit code 2") {
   if (!have_root()) return;
   scratch dir;
   auto launch = default_launch(dir);
-  std::string stage = "launch";
+  auto stage = protocol::launch_stage::launch;
   SUBCASE("contract version") { launch.version = 2; }
   SUBCASE("isolation=isolated with a network grant") {
     launch.isolation = isolation_level::isolated;
     launch.network = network_access::unrestricted;
-    stage = "isolation";
+    stage = protocol::launch_stage::isolation;
   }
   SUBCASE("a relative workspace") { launch.workspace = "workspace"; }
   SUBCASE("a relative interpreter") { launch.interpreter = "python3"; }
   SUBCASE("a token that is not hex") { launch.token = "not hex"; }
   SUBCASE("a zero wall clock") {
     launch.limits.wall_seconds = 0.0;
-    stage = "limits";
+    stage = protocol::launch_stage::limits;
   }
   SUBCASE("an environment key with '='") {
     launch.environment["A=B"] = "c";
-    stage = "environment";
+    stage = protocol::launch_stage::environment;
   }
   const auto outcome = launch_only(launch);
   REQUIRE(outcome.error);
   CHECK(outcome.error->stage == stage);
-  if (stage == "isolation") CHECK(outcome.error->message.find("network_not_offered") != std::string::npos);
+  if (stage == protocol::launch_stage::isolation)
+    CHECK(outcome.error->message.find("network_not_offered") != std::string::npos);
   CHECK(outcome.launcher_status == 2);
 }
 
@@ -636,7 +637,7 @@ TEST_CASE("control must open with a well-formed launch") {
   REQUIRE(line);
   auto frame = protocol::decode_frame<protocol::launch_error_frame>(*line);
   REQUIRE(frame);
-  CHECK(std::get<protocol::launch_error_frame>(frame.value()).stage == "protocol");
+  CHECK(std::get<protocol::launch_error_frame>(frame.value()).stage == protocol::launch_stage::protocol);
   CHECK(process.wait() == 2);
 }
 
@@ -704,7 +705,7 @@ TEST_CASE("a cancel that arrives in the same write as the launch is not lost") {
   scratch dir;
   launcher process;
   process.send_raw(protocol::encode_frame(default_launch(dir)) +
-                   protocol::encode_frame(protocol::cancel_frame{"cancelled"}));
+                   protocol::encode_frame(protocol::cancel_frame{protocol::cancel_reason::cancelled}));
   const auto started = process.control_line();
   REQUIRE(started);
   REQUIRE(protocol::decode_frame<protocol::started_frame>(*started));
@@ -732,7 +733,7 @@ TEST_CASE("the launcher keeps neither the program's output pipes nor the channel
   CHECK(fd_target(1) == "/dev/null");
   CHECK(fd_target(2) == "/dev/null");
   CHECK(fd_target(4) == "closed");
-  process.send(protocol::cancel_frame{"cancelled"});
+  process.send(protocol::cancel_frame{protocol::cancel_reason::cancelled});
   REQUIRE(process.control_line());
   CHECK(process.wait() == 0);
 }
@@ -818,7 +819,7 @@ TEST_CASE("a narrowing above the launch's limits is refused, and the execution e
   narrow.limits.address_space_bytes = launch.limits.address_space_bytes.value * 2;
   process.send(narrow);
   const auto error = std::get<protocol::launch_error_frame>(control_frame<protocol::launch_error_frame>(process));
-  CHECK(error.stage == "narrow");
+  CHECK(error.stage == protocol::launch_stage::narrow);
   const auto exit = std::get<protocol::exit_frame>(control_frame<protocol::exit_frame>(process));
   CHECK(exit.cancelled);
   CHECK(exit.survivors == 0);

@@ -172,7 +172,7 @@ TEST_CASE("the seatbelt terms: canonical paths, the secrets' subtrees, the inter
     launch.canary = (via_link / "nowhere" / "canary").string();
     const auto refused = seatbelt_terms_for(launch);
     REQUIRE_FALSE(refused);
-    CHECK(refused.error().stage == "seatbelt");
+    CHECK(refused.error().stage == launch_stage::seatbelt);
     CHECK(refused.error().syscall == "realpath");
   }
 }

@@ -125,10 +125,10 @@ TEST_CASE("a path that is not absolute, or holds a control character, is refused
     terms.tmp_dir = path;
     const auto profile = seatbelt_profile(terms);
     REQUIRE_FALSE(profile);
-    CHECK(profile.error().stage == "seatbelt");
+    CHECK(profile.error().stage == launch_stage::seatbelt);
     const auto alone = sbpl_string(path);
     REQUIRE_FALSE(alone);
-    CHECK(alone.error().stage == "seatbelt");
+    CHECK(alone.error().stage == launch_stage::seatbelt);
   }
 }
 

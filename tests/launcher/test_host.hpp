@@ -122,7 +122,7 @@ struct execution {
 struct run_options {
   /// Send `cancel` this long after `run` (and its reason).
   std::optional<std::chrono::milliseconds> cancel_after;
-  std::string cancel_reason = "cancelled";
+  protocol::cancel_reason cancel_reason = protocol::cancel_reason::cancelled;
 };
 
 /// launch, started (or error), hello, run, done, exit.

@@ -141,7 +141,7 @@ inline launch_frame sample_launch() {
   return f;
 }
 
-inline cancel_frame sample_cancel() { return {"timeout"}; }
+inline cancel_frame sample_cancel() { return {cancel_reason::timeout}; }
 
 inline started_frame sample_started() {
   started_frame f;
@@ -159,7 +159,7 @@ inline started_frame sample_started() {
 }
 
 inline launch_error_frame sample_launch_error() {
-  return {"seccomp", "seccomp_load", 22, "Invalid argument \xE2\x80\x94 filter rejected"};
+  return {launch_stage::seccomp, "seccomp_load", 22, "Invalid argument \xE2\x80\x94 filter rejected"};
 }
 
 inline exit_frame sample_exit() {

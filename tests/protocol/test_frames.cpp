@@ -177,6 +177,32 @@ TEST_CASE("frames: the exit report's signal is a number and its limit a limit's 
   }
 }
 
+TEST_CASE("frames: a stage or a cancel's reason this side does not have is read and kept as it came") {
+  SUBCASE("a known spelling is its member") {
+    const auto error = std::get<launch_error_frame>(expect_value(decode_any(R"({"type":"error","stage":"landlock"})")));
+    CHECK(error.stage == launch_stage::landlock);
+    CHECK(std::get<cancel_frame>(expect_value(decode_any(R"({"type":"cancel","reason":"timeout"})"))).reason ==
+          cancel_reason::timeout);
+  }
+  SUBCASE("another spelling is no member, and encodes back as it came") {
+    const std::string line = R"({"type":"error","stage":"a later stage","syscall":"","error_number":0,"message":""})";
+    const auto error = std::get<launch_error_frame>(expect_value(decode_any(line)));
+    CHECK_FALSE(error.stage.known());
+    CHECK(error.stage.spelling() == "a later stage");
+    CHECK(encode_frame(error) == line + "\n");
+    const auto cancel = std::get<cancel_frame>(expect_value(decode_any(R"({"type":"cancel","reason":"later"})")));
+    CHECK_FALSE(cancel.reason == cancel_reason::timeout);
+  }
+  SUBCASE("absent is the empty spelling, as an absent string was") {
+    const auto error = std::get<launch_error_frame>(expect_value(decode_any(R"({"type":"error"})")));
+    CHECK(error.stage.spelling().empty());
+    CHECK_FALSE(error.stage.known());
+  }
+  SUBCASE("it is still a string") {
+    expect_error(decode_any(R"({"type":"error","stage":3})"), error_kind::frame_wrong_kind);
+  }
+}
+
 TEST_CASE("frames: unknown members are ignored and absent ones keep their defaults") {
   const auto v = expect_value(decode_any(R"({"added_later":["x"],"type":"run","program":"p","later":{"a":1}})"));
   const run_frame& run = std::get<run_frame>(v);

@@ -15,6 +15,7 @@
 //   done_before_accepted  done first
 //   huge_header           a response header of about 1 MiB
 //   wrong_execution_id    a valid stream whose `accepted` names another execution
+//   unknown_error_code    an `error` frame whose code this client does not have (a newer service's)
 //   describe_hang         describe is never answered (the connection is held open)
 //   accepted_then_silent  accepted, then nothing until the client goes away
 //   results_unknown       accepted, a call, then nothing until the client goes away; the call's
@@ -177,6 +178,12 @@ void execution(Stream& stream, const std::string& id) {
   }
   if (mode == "done_before_accepted") {
     if (send(done_line())) end();
+    return;
+  }
+  if (mode == "unknown_error_code") {
+    if (send(R"({"type":"error","code":"quota_exceeded","message":"the tenant's quota is spent"})"
+             "\n"))
+      end();
     return;
   }
   if (mode == "wrong_execution_id") {

@@ -154,6 +154,10 @@ TEST_CASE("hostile service: a stream for another execution") {
   // The service said it accepted something: ours may be running under it, so a cancel goes too.
   against({"wrong_execution_id", failure_kind::provider_error, {"another execution"}, 1, true});
 }
+TEST_CASE("hostile service: an error code this client does not have is a provider_error naming it") {
+  against({"unknown_error_code", failure_kind::provider_error,
+           {"did not run the program (quota_exceeded): the tenant's quota is spent"}});
+}
 TEST_CASE("hostile service: describe never answered -> not ready, nothing sent") {
   against({"describe_hang", failure_kind::launch_failed, {"not ready", "nothing was sent"}, 0, false});
 }

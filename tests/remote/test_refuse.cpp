@@ -132,7 +132,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
     CHECK(response.status == 200);
     CHECK(response.content_type.starts_with("application/x-ndjson"));
     const auto error = only_error_frame(response);
-    CHECK(error.code == "terms_unmet");
+    CHECK(error.code == psych::remote::error_code::terms_unmet);
     CHECK_FALSE(error.refusal);
     CHECK(error.message.find("ceiling") != std::string::npos);
   }
@@ -142,7 +142,7 @@ TEST_CASE("refuse before running: the service answers terms beyond its ceiling w
     const auto response = post("beyond-isolation-1", terms);
     CHECK(response.status == 200);
     const auto error = only_error_frame(response);
-    CHECK(error.code == "terms_unmet");
+    CHECK(error.code == psych::remote::error_code::terms_unmet);
     CHECK(error.refusal == psych::refusal_reason::isolation_unreachable);
   }
   // Nothing ran: nothing started (and the single frame above carried no `call`).

@@ -92,7 +92,7 @@ inline std::string framed_v1(const std::string& payload) {
 inline call_started started(std::string id) { return {std::move(id), "exec-1", "search", 42}; }
 
 inline call_finished finished(std::string id, std::uint64_t bytes = 10) {
-  return {std::move(id), "ok", bytes, bytes * 2, bytes / 2, R"({"hits":[1,2,3]})"};
+  return {std::move(id), call_outcome::ok(), bytes, bytes * 2, bytes / 2, R"({"hits":[1,2,3]})"};
 }
 
 /// Three records in a format 2 log (the fsync-per-record baseline creates one), whose torn-tail
@@ -126,7 +126,7 @@ inline void check_corrupt(const std::string& path, const std::string& expected_d
 /// tests/windows_host on Windows): large, so that a kill may well land inside a write.
 inline run_log_record large_record(std::size_t i) {
   if (i % 2 == 0) return call_started{"c" + std::to_string(i / 2), "exec-1", std::string(20000, 't'), i};
-  return call_finished{"c" + std::to_string(i / 2), "ok", i, i, i, std::string(20000, 'v')};
+  return call_finished{"c" + std::to_string(i / 2), call_outcome::ok(), i, i, i, std::string(20000, 'v')};
 }
 
 inline unsigned long long from_environment(const char* name, unsigned long long otherwise) {

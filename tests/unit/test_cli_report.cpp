@@ -35,7 +35,7 @@ TEST_CASE("the result report escapes everything a program made") {
   r.attachments.push_back({.name = "artifact:" + hostile, .handle = "blob-" + hostile, .size_bytes = 3,
                            .location = attachment_location::blob});
   r.artifacts_omitted = 1;
-  r.artifacts_omitted_by_reason[hostile] = 1;
+  r.artifacts_omitted_by_reason[open_enum<omission_reason>::from_spelling(hostile)] = 1;
   r.unavailable_bindings = {"tool" + hostile};
   r.problems = {"problem " + hostile};
   const auto report = cli::result_report(r);

@@ -213,7 +213,7 @@ TEST_CASE("model payload: artifacts by path, whole or cut, and what was omitted"
                  {.path = "empty.txt", .size_bytes = 0, .data = ""},
                  {.path = "big.log", .size_bytes = 1000, .data = std::string(1000, 'L')}};
   r.artifacts_omitted = 2;
-  r.artifacts_omitted_by_reason = {{"symlink", 1}, {"fifo", 1}};
+  r.artifacts_omitted_by_reason = {{omission_reason::symlink, 1}, {omission_reason::fifo, 1}};
   r = attached(r, {.preview_bytes = 100});
   const auto payload = payload_of(r);
   const auto& big = r.attachments.back();

@@ -31,8 +31,8 @@ TEST_CASE("run log: every record kind round-trips exactly, awkward strings inclu
   const std::vector<run_log_record> written{
       call_started{"c\"1\"", "", "back\\slash\\", 0},
       call_started{"c2", "exec \n\r\t", "ünïcødé ✓ 😀", std::uint64_t{1} << 63},
-      call_finished{"c\"1\"", "budget_exhausted", 0, 0, 0, ""},
-      call_finished{"", "nul\0inside\x01"s, 7, 8, 9, R"({"a":"b\"c","d":[1,2,{"e":null}]})"},
+      call_finished{"c\"1\"", tool_error_kind::budget_exhausted, 0, 0, 0, ""},
+      call_finished{"", call_outcome::from_spelling("nul\0inside\x01"s), 7, 8, 9, R"({"a":"b\"c","d":[1,2,{"e":null}]})"},
       output_preserved{"exec-1", "stdout", 20000},
       output_preserved{"", "artifact:dir/\"quoted\" ✓.bin", std::uint64_t{1} << 40},
   };
@@ -74,7 +74,7 @@ TEST_CASE("run log: an output_preserved record is the documented JSON, and a log
 TEST_CASE("run log: value_json is stored as a JSON string, never spliced") {
   const run_log_dir dir;
   const auto path = dir.file("run.log");
-  append(*open_log(path), call_finished{"c1", "ok", 1, 1, 1, R"({"x":1})"});
+  append(*open_log(path), call_finished{"c1", call_outcome::ok(), 1, 1, 1, R"({"x":1})"});
   const std::string bytes = contents_of(path);
   CHECK(bytes.find(R"("value_json":"{\"x\":1}")") != std::string::npos);
 }

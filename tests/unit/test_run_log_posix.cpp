@@ -368,7 +368,7 @@ TEST_CASE("run log: a worker SIGKILLed at random points loses no started call an
   CHECK(tally(records).unknown.empty());
   for (const auto& record : records)
     if (const auto* end = std::get_if<call_finished>(&record); end && once_unknown.contains(end->call_id))
-      CHECK(end->outcome == "unknown_outcome");
+      CHECK(end->outcome == call_outcome{tool_error_kind::unknown_outcome});
   CHECK(lines_of(markers).size() == ran_before);
   MESSAGE(runs << " kills; " << ran_before << " tool runs; " << once_unknown.size() << " calls left in flight");
 }

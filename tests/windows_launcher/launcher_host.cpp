@@ -194,8 +194,9 @@ execution run_program(const launch_dir& dir, const protocol::launch_frame& launc
   auto control = listener.accept(protocol::attached_stream::control, in(attach_patience));
   if (!control) return finish();
   control->send_raw(protocol::encode_frame(launch) +
-                    (options.cancel_with_launch ? protocol::encode_frame(protocol::cancel_frame{.reason = "cancelled"})
-                                                : std::string()));
+                    (options.cancel_with_launch
+                         ? protocol::encode_frame(protocol::cancel_frame{.reason = protocol::cancel_reason::cancelled})
+                         : std::string()));
   // The launcher answers `started` only after attaching the channel (whose connection waits in
   // the listener's backlog meanwhile), or `error` without one.
   const auto first = control->next_line(in(frame_patience));

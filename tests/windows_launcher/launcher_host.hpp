@@ -108,7 +108,7 @@ struct execution {
 struct run_options {
   /// Send `cancel` (with this reason) this long after `run`.
   std::optional<std::chrono::milliseconds> cancel_after;
-  std::string cancel_reason = "cancelled";
+  protocol::cancel_reason cancel_reason = protocol::cancel_reason::cancelled;
   /// Send `cancel` in the same write as `launch`.
   bool cancel_with_launch = false;
   /// Connect to the listener before the launcher does and present this instead of the secret.

@@ -280,20 +280,20 @@ TEST_CASE("a launch the Windows launcher does not offer is refused before anythi
     launch.isolation = isolation_level::isolated;
     const auto e = run_program(dir, launch, "");
     REQUIRE(e.error);
-    CHECK(e.error->stage == "isolation");
+    CHECK(e.error->stage == protocol::launch_stage::isolation);
     CHECK(e.launcher_status == 2);
   }
   SUBCASE("another account (run_as)") {
     launch.run_as = protocol::identity{.uid = 1500000, .gid = 1500000};
     const auto e = run_program(dir, launch, "");
     REQUIRE(e.error);
-    CHECK(e.error->stage == "identity");
+    CHECK(e.error->stage == protocol::launch_stage::identity);
   }
   SUBCASE("an interpreter that does not exist: the error names the call") {
     launch.interpreter = "C:\\\\no\\\\such\\\\python.exe";
     const auto e = run_program(dir, launch, "");
     REQUIRE(e.error);
-    CHECK(e.error->stage == "spawn");
+    CHECK(e.error->stage == protocol::launch_stage::spawn);
     CHECK(e.error->syscall == "CreateProcessW");
     CHECK(e.launcher_status == 1);
   }

@@ -24,6 +24,7 @@
 #include <boost/hana/adapt_struct.hpp>
 
 #include "psych/host/result_json.hpp"
+#include "psych/open_enum.hpp"
 #include "psych/protocol/frames.hpp"
 #include "psych/terms.hpp"
 
@@ -88,7 +89,7 @@ struct execution_outcome {
   std::uint64_t stdout_size = 0, stderr_size = 0;
   std::vector<artifact_entry> artifacts;
   std::uint64_t artifacts_omitted = 0;
-  std::map<std::string, std::uint64_t> artifacts_omitted_by_reason;
+  std::map<open_enum<omission_reason>, std::uint64_t> artifacts_omitted_by_reason;
   double duration_seconds = 0;
   std::optional<limit_name> limit_hit;
   bool cancelled = false;
@@ -126,12 +127,38 @@ struct done_frame {
   execution_outcome outcome;
 };
 
+/// The code of an `error` frame: why the service did not carry the execution.
+enum class error_code {
+  /// The service's backend cannot meet the terms; `refusal` says why (none: limits beyond the
+  /// service's ceiling). Nothing ran.
+  terms_unmet,
+  /// The request was malformed, of another protocol version, or held invalid limits. Nothing ran.
+  bad_request,
+  /// Every execution slot and the queue are full. Nothing ran; the client may try again later.
+  busy,
+  /// The service is draining: the execution was refused, or dropped from its queue. Nothing ran.
+  shutting_down,
+  /// The service failed for a reason of its own; the message says which.
+  internal,
+  /// The client cancelled the execution while it was queued. Nothing ran.
+  cancelled,
+};
+
+}  // namespace psych::remote
+
+namespace psych {
+PSYCH_ENUM_NAMES(remote::error_code, "terms_unmet", "bad_request", "busy", "shutting_down", "internal", "cancelled");
+}
+
+namespace psych::remote {
+
 /// Why the service will not (or can no longer) carry the execution. Before `accepted`, nothing ran.
 struct error_frame {
   static constexpr std::string_view type = "error";
   static constexpr std::array<std::string_view, 2> required_members{"code", "message"};
-  /// "terms_unmet" (with `refusal`), "bad_request", "busy", "shutting_down", "internal"
-  std::string code;
+  /// A code this client does not have (a newer service's) is read, and reported with the message
+  /// as a provider_error, as every code without a rule of its own here is.
+  open_enum<error_code> code;
   std::string message;
   std::optional<refusal_reason> refusal;
 };

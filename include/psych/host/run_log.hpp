@@ -7,12 +7,16 @@
 // default is a file (open_file_run_log, src/host/store/file_run_log.cpp; format in docs/run-log.md).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "psych/budget.hpp"
+#include "psych/open_enum.hpp"
 #include "psych/result.hpp"
+#include "psych/tool_errors.hpp"
 
 namespace psych {
 
@@ -25,11 +29,36 @@ struct call_started {
   friend bool operator==(const call_started&, const call_started&) = default;
 };
 
+/// How a started call ended: its result was handed over ("ok", the default), or it raised a ToolError
+/// (the kind's spelling). A log written by another version may name a kind this one does not have:
+/// the record is still read, since the tally never looks at the outcome, and the spelling kept.
+class call_outcome {
+ public:
+  call_outcome() = default;
+  static call_outcome ok() { return {}; }
+  call_outcome(tool_error_kind kind) : error_(kind) {}
+
+  static call_outcome from_spelling(std::string_view spelling) {
+    call_outcome out;
+    if (spelling != ok_spelling) out.error_ = open_enum<tool_error_kind>::from_spelling(spelling);
+    return out;
+  }
+  bool is_ok() const noexcept { return !error_; }
+  /// The ToolError's kind, when it is one this side has.
+  std::optional<tool_error_kind> error() const noexcept { return error_ ? error_->known() : std::nullopt; }
+  std::string_view spelling() const noexcept { return error_ ? error_->spelling() : ok_spelling; }
+  friend bool operator==(const call_outcome&, const call_outcome&) = default;
+
+ private:
+  static constexpr std::string_view ok_spelling = "ok";
+  std::optional<open_enum<tool_error_kind>> error_;  ///< none: ok
+};
+
 /// How a started call ended. Appended without waiting (append_deferred), so it is absent for a
 /// call that was in flight when its worker died, and may be for one that ended just before.
 struct call_finished {
   std::string call_id;
-  std::string outcome;           ///< "ok", or the tool_error_kind's spelling
+  call_outcome outcome;
   std::uint64_t produced = 0;    ///< bytes the tool made
   std::uint64_t transfer = 0;    ///< bytes that crossed into the sandbox
   std::uint64_t preserved = 0;   ///< bytes of the result kept in `value_json` (the recording)

@@ -17,6 +17,8 @@
 #include "psych/isolation.hpp"
 #include "psych/json_text.hpp"
 #include "psych/limits.hpp"
+#include "psych/open_enum.hpp"
+#include "psych/protocol/launch_stage.hpp"
 #include "psych/reports.hpp"
 #include "psych/tool_errors.hpp"
 
@@ -70,9 +72,26 @@ struct narrow_frame {
   sandbox_limits limits;
 };
 
+/// Why the host ends an execution with `cancel`.
+enum class cancel_reason {
+  /// The caller cancelled, or the host gave up on the execution (a broken contract, a lost peer).
+  cancelled,
+  /// The host's wall clock ran out: the launcher reports the end as `limit_hit: wall_seconds`.
+  timeout,
+};
+
+}  // namespace psych::protocol
+
+namespace psych {
+PSYCH_ENUM_NAMES(protocol::cancel_reason, "cancelled", "timeout");
+}
+
+namespace psych::protocol {
+
+/// A reason this launcher does not have (a newer host's) ends the execution as `cancelled` does.
 struct cancel_frame {
   static constexpr std::string_view type = "cancel";
-  std::string reason;  ///< "cancelled" or "timeout"
+  open_enum<cancel_reason> reason;
 };
 
 // ---- control: launcher -> host ----------------------------------------------
@@ -87,7 +106,7 @@ struct started_frame {
 /// Setup failed before the program could run. Names the stage, the call and errno.
 struct launch_error_frame {
   static constexpr std::string_view type = "error";
-  std::string stage;
+  open_enum<launch_stage> stage;
   std::string syscall;
   std::int64_t error_number = 0;
   std::string message;

@@ -26,9 +26,11 @@
 //    integers included.
 //  - std::string: a JSON string (always valid UTF-8 after decoding).
 //  - named enum (names.hpp): its spelling, else frame_bad_enum.
+//  - spelt (names.hpp; open_enum.hpp): any JSON string, a spelling the enum
+//    does not have kept as it came (a peer of another version may send one).
 //  - std::optional<T>, request<D,T>: absent or null -> nullopt. cap<D,T>: T.
 //  - std::vector<T>: an array. std::array<T,N>: an array of exactly N.
-//    std::map<std::string,T>: an object.
+//    std::map<std::string,T>, or a map keyed by a spelt type: an object.
 //  - json_text: any JSON value, kept as its exact bytes (big integers and
 //    number spellings survive). It works at any depth, not only at the top of
 //    a frame, because every node keeps its raw span. Note that an
@@ -124,6 +126,8 @@ template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::t
 template <class T> struct is_string_map : std::false_type {};
 template <class T, class C, class A>
 struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
+template <spelt K, class T, class C, class A>
+struct is_string_map<std::map<K, T, C, A>> : std::true_type {};
 template <class T> struct is_cap : std::false_type {};
 template <auto D, class T> struct is_cap<cap<D, T>> : std::true_type {};
 template <class T> struct is_request : std::false_type {};
@@ -699,6 +703,10 @@ bool decoder::decode(std::uint32_t i, T& out) {
   } else if constexpr (std::is_same_v<T, json_text>) {
     out.text.assign(tree_.raw(i));  // any value: the parse already validated it
     return true;
+  } else if constexpr (spelt<T>) {
+    if (n.kind != node_kind::string) return wrong_kind(i, "a string");
+    out = T::from_spelling(tree_.decoded(i));
+    return true;
   } else if constexpr (named_enum<T>) {
     return decode_enum(i, out);
   } else if constexpr (is_optional<T>::value) {
@@ -747,7 +755,9 @@ bool decoder::decode(std::uint32_t i, T& out) {
         path_.push_back(excerpt(tree_.decoded(k)));
         return false;
       }
-      out.emplace(tree_.decoded(k), std::move(element));
+      using key = typename T::key_type;
+      if constexpr (spelt<key>) out.emplace(key::from_spelling(tree_.decoded(k)), std::move(element));
+      else out.emplace(tree_.decoded(k), std::move(element));
     }
     return true;
   } else if constexpr (is_struct<T>) {
@@ -812,6 +822,8 @@ void write_json(json_writer& w, const T& value) {
     write_string(w, value);
   } else if constexpr (std::is_same_v<T, json_text>) {
     write_json_text(w, value);
+  } else if constexpr (spelt<T>) {
+    write_string(w, value.spelling());
   } else if constexpr (named_enum<T>) {
     if (static_cast<std::size_t>(value) >= enum_names<T>::spellings.size())
       codec_bug("encoding an enum value that has no spelling");
@@ -829,7 +841,8 @@ void write_json(json_writer& w, const T& value) {
   } else if constexpr (is_string_map<T>::value) {
     w.StartObject();
     for (const auto& [key, element] : value) {
-      write_string(w, key, /*as_key=*/true);
+      if constexpr (spelt<typename T::key_type>) write_string(w, key.spelling(), /*as_key=*/true);
+      else write_string(w, key, /*as_key=*/true);
       write_json(w, element);
     }
     w.EndObject();

@@ -63,7 +63,7 @@ void write_schema_members(json_writer& w) {
   } else if constexpr (std::is_floating_point_v<T>) {
     write_key(w, "type");
     write_string(w, "number");
-  } else if constexpr (std::is_same_v<T, std::string>) {
+  } else if constexpr (std::is_same_v<T, std::string> || spelt<T>) {
     write_key(w, "type");
     write_string(w, "string");
   } else if constexpr (std::is_same_v<T, json_text>) {

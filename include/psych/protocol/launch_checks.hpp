@@ -10,12 +10,13 @@
 #include <string>
 
 #include "psych/limits.hpp"
+#include "psych/protocol/launch_stage.hpp"
 
 namespace psych::protocol {
 
 /// Why a launch is refused: the `error` frame's stage and message.
 struct launch_refusal {
-  std::string stage;
+  launch_stage stage;
   std::string message;
 };
 
@@ -23,7 +24,7 @@ struct launch_refusal {
 inline std::optional<launch_refusal> check_token(const std::string& token) {
   if (token.empty() || token.size() > 128 ||
       !std::all_of(token.begin(), token.end(), [](unsigned char c) { return std::isxdigit(c) != 0; }))
-    return launch_refusal{"launch", "token must be 1 to 128 hex digits"};
+    return launch_refusal{launch_stage::launch, "token must be 1 to 128 hex digits"};
   return std::nullopt;
 }
 
@@ -39,14 +40,14 @@ struct byte_ceiling {
 inline std::optional<launch_refusal> check_limits(const sandbox_limits& limits, byte_ceiling bytes) {
   constexpr double max_seconds = 100.0 * 365 * 24 * 3600;
   constexpr std::uint64_t max_processes = std::uint64_t{1} << 22;
-  if (auto valid = validate_limits(limits); !valid) return launch_refusal{"limits", valid.error().message()};
+  if (auto valid = validate_limits(limits); !valid) return launch_refusal{launch_stage::limits, valid.error().message()};
   if (limits.cpu_seconds.value > max_seconds || limits.wall_seconds.value > max_seconds)
-    return launch_refusal{"limits", "cpu_seconds and wall_seconds must be under a century"};
+    return launch_refusal{launch_stage::limits, "cpu_seconds and wall_seconds must be under a century"};
   if (limits.address_space_bytes.value > bytes.bytes() || limits.file_size_bytes.value > bytes.bytes())
-    return launch_refusal{"limits", "address_space_bytes and file_size_bytes must be under 2^" +
+    return launch_refusal{launch_stage::limits, "address_space_bytes and file_size_bytes must be under 2^" +
                                         std::to_string(bytes.power_of_two)};
   if (limits.process_count.value > max_processes)
-    return launch_refusal{"limits", "process_count must be at most " + std::to_string(max_processes)};
+    return launch_refusal{launch_stage::limits, "process_count must be at most " + std::to_string(max_processes)};
   return std::nullopt;
 }
 

@@ -231,7 +231,7 @@ protocol::result_frame binding_gateway::builtin_answer(const admitted_call& admi
 
 protocol::result_frame binding_gateway::refuse_admitted(const admitted_call& call, tool_error_kind kind,
                                                         std::string message) {
-  journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind))});
+  journal(call_finished{.call_id = call.call_id, .outcome = kind});
   return refused(call.id, call.tool, kind, std::move(message));
 }
 
@@ -243,7 +243,7 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
   const auto produced_out = exhausted_by(budget, spent_, run_spent(), {.produced = size});
   spent_.produced += size;
   const auto refuse = [&](tool_error_kind kind, std::string message) {
-    journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind)), .produced = size});
+    journal(call_finished{.call_id = call.call_id, .outcome = kind, .produced = size});
     return refused(call.id, call.tool, kind, std::move(message));
   };
   if (produced_out)
@@ -267,7 +267,7 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
   if (!value)
     return refuse(tool_error_kind::tool_failed,
                   fmt::format("the tool's result is not one JSON value: {}", value.error().message()));
-  if (!journal(call_finished{.call_id = call.call_id, .outcome = "ok", .produced = size, .transfer = size,
+  if (!journal(call_finished{.call_id = call.call_id, .outcome = call_outcome::ok(), .produced = size, .transfer = size,
                              .preserved = kept, .value_json = setup_.run.log ? outcome.value_json : std::string{}}))
     return refused(call.id, call.tool, tool_error_kind::cancelled,
                    "the run log could not record the result, so it is not handed over");
@@ -297,7 +297,7 @@ protocol::result_frame binding_gateway::hand_over_handle(const admitted_call& ca
   const auto& budget = setup_.budget;
   const std::uint64_t size = value_json.size();
   const auto refuse = [&](tool_error_kind kind, std::string message) {
-    journal(call_finished{.call_id = call.call_id, .outcome = std::string(name_of(kind)), .produced = size});
+    journal(call_finished{.call_id = call.call_id, .outcome = kind, .produced = size});
     return refused(call.id, call.tool, kind, std::move(message));
   };
   if (auto valid = protocol::decode_json<json_text>(value_json); !valid)
@@ -320,7 +320,7 @@ protocol::result_frame binding_gateway::hand_over_handle(const admitted_call& ca
   if (const auto out = exhausted_by(budget, spent_, run_spent(), {.transfer = handle_json.size()}))
     return refuse(tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
   // The call is the success it was: recorded with the handle it became.
-  if (!journal(call_finished{.call_id = call.call_id, .outcome = "ok", .produced = size,
+  if (!journal(call_finished{.call_id = call.call_id, .outcome = call_outcome::ok(), .produced = size,
                              .transfer = handle_json.size(), .preserved = text->size(), .value_json = handle_json}))
     return refused(call.id, call.tool, tool_error_kind::cancelled,
                    "the run log could not record the result, so it is not handed over");
@@ -356,7 +356,7 @@ void binding_gateway::abandon(const admitted_call& call, const tool_outcome& out
   const std::uint64_t size = outcome.ok ? outcome.value_json.size() : 0;
   spent_.produced += size;
   journal(call_finished{.call_id = call.call_id,
-                        .outcome = std::string(name_of(outcome.ok ? tool_error_kind::cancelled : outcome.kind)),
+                        .outcome = outcome.ok ? tool_error_kind::cancelled : outcome.kind,
                         .produced = size});
 }
 

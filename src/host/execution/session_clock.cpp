@@ -16,7 +16,7 @@ using asio::use_awaitable;
 
 }  // namespace
 
-void session_state::send_cancel(const char* reason) {
+void session_state::send_cancel(protocol::cancel_reason reason) {
   if (cancel_sent || !control.is_open()) return;
   cancel_sent = true;
   control_out.send(protocol::cancel_frame{reason});
@@ -24,7 +24,7 @@ void session_state::send_cancel(const char* reason) {
 
 void session_state::note_violation(std::string what) {
   if (!violation) violation = std::move(what);
-  send_cancel("cancelled");
+  send_cancel(protocol::cancel_reason::cancelled);
 }
 
 session_clock::session_clock(session_state& state)
@@ -38,7 +38,7 @@ awaitable<void> session_clock::watch() {
   co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
   if (ec) co_return;
   state_.backstop_fired = true;
-  state_.send_cancel("timeout");
+  state_.send_cancel(protocol::cancel_reason::timeout);
   backstop_.expires_after(kill_grace);
   co_await backstop_.async_wait(asio::redirect_error(use_awaitable, ec));
   if (ec || state_.launcher_reaped) co_return;
@@ -50,14 +50,14 @@ void session_clock::caller_cancelled() {
   state_.cancelled = true;
   // A launcher that has not attached yet has been told nothing: it is ended instead.
   if (state_.loopback && !state_.control.is_open() && !state_.launcher_reaped) state_.kill_launcher();
-  state_.send_cancel("cancelled");
+  state_.send_cancel(protocol::cancel_reason::cancelled);
 }
 
 void session_clock::channel_ended() {
   state_.channel_closed = true;
   exit_report_wait_.expires_after(exit_report_grace);
   exit_report_wait_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) state_.send_cancel("cancelled");
+    if (!ec) state_.send_cancel(protocol::cancel_reason::cancelled);
   });
 }
 

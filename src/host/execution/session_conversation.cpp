@@ -35,11 +35,11 @@ awaitable<void> session_conversation::converse() {
   if (!first || !first.value()) {
     s.launch_failure = first ? "the launcher ended without reporting a start"
                              : "the launcher broke the contract: " + first.error().message();
-    s.send_cancel("cancelled");
+    s.send_cancel(protocol::cancel_reason::cancelled);
     co_return;
   }
   if (auto* error = std::get_if<protocol::launch_error_frame>(&*first.value())) {
-    s.launch_failure = fmt::format("{}: {}({}): {}", error->stage, error->syscall,
+    s.launch_failure = fmt::format("{}: {}({}): {}", error->stage.spelling(), error->syscall,
                                    error->error_number ? std::strerror(static_cast<int>(error->error_number)) : "-",
                                    error->message);
     co_return;
@@ -156,11 +156,11 @@ awaitable<bool> session_conversation::narrowed(frames& control, frames& channel)
     s.launch_failure = answer ? "the prepared sandbox's launcher ended before it was narrowed"
                               : "the launcher broke the contract: " + answer.error().message();
     s.outcome.prepared_lost = answer.has_value();
-    s.send_cancel("cancelled");
+    s.send_cancel(protocol::cancel_reason::cancelled);
     co_return false;
   }
   if (auto* error = std::get_if<protocol::launch_error_frame>(&*answer.value())) {
-    s.launch_failure = fmt::format("narrowing the prepared sandbox: {}: {}", error->stage, error->message);
+    s.launch_failure = fmt::format("narrowing the prepared sandbox: {}: {}", error->stage.spelling(), error->message);
     co_return false;
   }
   if (auto* exit = std::get_if<protocol::exit_frame>(&*answer.value())) {

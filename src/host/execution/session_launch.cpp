@@ -139,7 +139,7 @@ awaitable<bool> attach_then_launch(session_state& s) {
   }
   s.control = std::move(control).value();
   s.control_out.send(launch_frame(s));
-  if (s.cancelled) s.send_cancel("cancelled");  // asked for while there was no control to say it on
+  if (s.cancelled) s.send_cancel(protocol::cancel_reason::cancelled);  // asked for while there was no control to say it on
   co_return true;
 }
 

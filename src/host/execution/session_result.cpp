@@ -95,7 +95,7 @@ void collect_into(sandbox_result& result, std::vector<std::string>& problems, co
   }
   result.artifacts_omitted = harvested.value().omitted_total();
   for (const auto& [reason, count] : harvested.value().omitted)
-    result.artifacts_omitted_by_reason[std::string(name_of(reason))] = count;
+    result.artifacts_omitted_by_reason[reason] = count;
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ struct session_state {
 
   /// The contract's `cancel` on control, once: the launcher ends the tree and reports. Nothing is
   /// said before control exists or after it closed.
-  void send_cancel(const char* reason);
+  void send_cancel(protocol::cancel_reason reason);
   /// The child broke the contract: the first breach is the one reported, and the tree is ended.
   void note_violation(std::string what);
   /// SIGKILL to the launcher, wherever it runs.

@@ -125,7 +125,8 @@ void write_omitted(json_writer& w, const sandbox_result& r) {
   auto by_reason = r.artifacts_omitted_by_reason;
   const auto counted = std::accumulate(by_reason.begin(), by_reason.end(), std::uint64_t{0},
                                        [](std::uint64_t sum, const auto& entry) { return sum + entry.second; });
-  if (counted < r.artifacts_omitted) by_reason["other"] += r.artifacts_omitted - counted;
+  if (counted < r.artifacts_omitted)
+    by_reason[open_enum<omission_reason>::from_spelling("other")] += r.artifacts_omitted - counted;
   key(w, "artifacts_omitted");
   protocol::write_json(w, by_reason);
 }

@@ -44,8 +44,7 @@ result<code_run> code_run::attempt(code_run_setup setup) {
   PSYCH_TRY(auto records, setup.log->records());
   opened.unknown_ = tally(records).unknown;
   for (const auto& lost : opened.unknown_) {
-    const call_finished unknown{.call_id = lost.call_id,
-                                .outcome = std::string(name_of(tool_error_kind::unknown_outcome))};
+    const call_finished unknown{.call_id = lost.call_id, .outcome = tool_error_kind::unknown_outcome};
     PSYCH_TRY(setup.log->append(unknown));
   }
   return opened;

@@ -72,9 +72,9 @@ std::string beyond_ceiling(const sandbox_limits& asked, const sandbox_limits& ce
 
 std::optional<remote::error_frame> unmet_terms(const description& d, const execution_terms& terms) {
   if (const auto refused = refusal_by_backend(d.offer(), terms))
-    return remote::error_frame{.code = "terms_unmet", .message = refused->message, .refusal = refused->reason};
+    return remote::error_frame{.code = remote::error_code::terms_unmet, .message = refused->message, .refusal = refused->reason};
   if (auto beyond = beyond_ceiling(terms.limits, d.limit_ceiling); !beyond.empty())
-    return remote::error_frame{.code = "terms_unmet", .message = beyond, .refusal = std::nullopt};
+    return remote::error_frame{.code = remote::error_code::terms_unmet, .message = beyond, .refusal = std::nullopt};
   return std::nullopt;
 }
 
@@ -191,9 +191,10 @@ awaitable<void> execution_streams::execute(Stream& stream, const std::string& id
       if (exec->cancel_requested) ++c.cancelled_in_queue;
       else ++c.refused[why::shutting_down];
     });
-    record.outcome = exec->cancel_requested ? "cancelled" : "shutting_down";
+    const auto code = exec->cancel_requested ? remote::error_code::cancelled : remote::error_code::shutting_down;
+    record.outcome = name_of(code);
     co_await stream_single(stream,
-                           remote::error_frame{.code = record.outcome,
+                           remote::error_frame{.code = code,
                                                .message = exec->cancel_requested
                                                               ? "cancelled while queued: nothing ran"
                                                               : "the service is shutting down: nothing ran",

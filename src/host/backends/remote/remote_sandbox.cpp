@@ -516,7 +516,7 @@ bool remote_execution::take_frame(stream_frame& f) {
   } else if (auto* done = std::get_if<remote::done_frame>(&f)) {
     outcome_ = std::move(done->outcome);
   } else if (const auto* error = std::get_if<remote::error_frame>(&f)) {
-    fail(fmt::format("the service ended the execution: {}: {}", peer_excerpt(error->code, 40),
+    fail(fmt::format("the service ended the execution: {}: {}", peer_excerpt(error->code.spelling(), 40),
                      peer_excerpt(error->message, 400)));
     return false;
   } else {
@@ -632,12 +632,12 @@ sandbox_result remote_execution::assemble() {
   sandbox_result r;
   const double elapsed = std::chrono::duration<double>(clock::now() - started_).count();
   if (refused_ && !accepted_) {
-    r = refused_result(refused_->code == "terms_unmet" ? refusal_failure(refused_->refusal)
-                             : refused_->code == "cancelled"  ? failure_kind::cancelled
-                                                              : failure_kind::provider_error,
-                             fmt::format("the sandbox service did not run the program ({}): {}",
-                                         peer_excerpt(refused_->code, 40), peer_excerpt(refused_->message, 400)));
-    r.cancelled = refused_->code == "cancelled";
+    r = refused_result(refused_->code == remote::error_code::terms_unmet ? refusal_failure(refused_->refusal)
+                       : refused_->code == remote::error_code::cancelled ? failure_kind::cancelled
+                                                                         : failure_kind::provider_error,
+                       fmt::format("the sandbox service did not run the program ({}): {}",
+                                   peer_excerpt(refused_->code.spelling(), 40), peer_excerpt(refused_->message, 400)));
+    r.cancelled = refused_->code == remote::error_code::cancelled;
   } else if (outcome_ && ending_ != ending::provider_error) {
     auto& o = *outcome_;
     // The service's grades pass through unchanged: the client has nothing to upgrade them with.
