@@ -163,6 +163,9 @@ void add_remote_options(CLI::App& app, remote_choice& remote) {
       ->type_name("CMD");
   app.add_flag("--allow-insecure-http", remote.allow_insecure_http,
                "with --remote: allow http:// to a host that is not loopback (the network in between is trusted)");
+  add_converted(app, "--connect-seconds", "S", seconds_into(remote.connect_seconds),
+                "how long describing the service (every attempt) and starting each --mcp server may take "
+                "(default 10 and 30)");
 }
 
 void add_run_options(CLI::App& app, run_command& run) {

@@ -2,6 +2,7 @@
 // The psych command line: parsing only (no I/O), so that every usage error
 // is a named value a test can check. The options are declared once, in
 // cli.cpp, and the help text is generated from that declaration.
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@ struct remote_choice {
   std::string ca_file;        ///< empty: the system's trust store
   std::string token_command;  ///< run with /bin/sh for each request; its output is the bearer token
   bool allow_insecure_http = false;
+  /// --connect-seconds: the connect budget for describing the service (every attempt), and in
+  /// psych run for each --mcp server's start-up. Unset: theirs (10 s, 30 s).
+  std::optional<double> connect_seconds;
 };
 
 struct run_command {

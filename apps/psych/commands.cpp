@@ -1,6 +1,9 @@
 // psych run and psych describe, and what they share with psych serve.
 #include "commands.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <vector>
@@ -37,6 +40,11 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
   options.launcher_path = local.launcher_path;
   options.temp_root = local.temp_root;
   return options;
+}
+
+/// Positive seconds from the command line as at least 1 ms and at most a day, which no start-up needs.
+std::chrono::milliseconds whole_milliseconds(double seconds) {
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(seconds, 86400.0) * 1000)));
 }
 
 bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
@@ -112,7 +120,10 @@ int run(const run_command& given, const remote_opener& open_remote) {
   if (!given.mcp_servers.empty()) {
     std::vector<std::unique_ptr<mcp_client>> clients;
     for (const auto& [name, server_command] : given.mcp_servers) {
-      auto client = mcp_client::start({.name = name, .command = server_command});
+      mcp_server_config config{.name = name, .command = server_command};
+      if (given.remote.connect_seconds)
+        config.start_timeout = whole_milliseconds(*given.remote.connect_seconds);
+      auto client = mcp_client::start(config);
       if (!client) return fail_usage(error{error_kind::invalid_argument, "--mcp " + name + ": " + client.error().message()});
       clients.push_back(std::move(client).value());
     }

@@ -30,6 +30,7 @@ result<std::unique_ptr<sandbox>> remote_backend(const remote_choice& remote, con
                                  .token = command_secret(remote.token_command),
                                  .allow_insecure_http = remote.allow_insecure_http};
   if (!remote.ca_file.empty()) options.ca_file = remote.ca_file;
+  if (remote.connect_seconds) options.connect_timeout_seconds = *remote.connect_seconds;
   return remote_sandbox(std::move(options));
 }
 

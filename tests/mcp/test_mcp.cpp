@@ -494,6 +494,25 @@ TEST_CASE("a server that writes garbage or dies is a named error at once, and th
     REQUIRE_FALSE(started);
     CHECK(started.error().kind == mcp_error_kind::timeout);
   }
+  SUBCASE("a server that never answers initialize is given up at start_timeout, whatever the requests' timeout") {
+    std::optional<mcp_result<std::unique_ptr<mcp_client>>> started;
+    const auto waited = timed([&] {
+      started.emplace(mcp_client::start({.name = "mute",
+                                         .command = {"python3", "-c", "import time; time.sleep(60)"},
+                                         .timeout = 60s,
+                                         .start_timeout = 300ms}));
+    });
+    REQUIRE_FALSE(*started);
+    CHECK(started->error().kind == mcp_error_kind::timeout);
+    CHECK(contains(started->error().detail, "initialize"));
+    // The budget, then the stop of a server that ignores its stdin closing (1 s, SIGTERM).
+    CHECK(waited < 5s);
+  }
+  SUBCASE("a start_timeout that is not positive is invalid_config, and nothing is started") {
+    auto started = mcp_client::start({.name = "never", .command = {"python3"}, .start_timeout = 0ms});
+    REQUIRE_FALSE(started);
+    CHECK(started.error().kind == mcp_error_kind::invalid_config);
+  }
   SUBCASE("a command that does not exist") {
     auto started = mcp_client::start({.name = "nothing", .command = {"/nonexistent/mcp-server"}});
     REQUIRE_FALSE(started);

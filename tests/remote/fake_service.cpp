@@ -7,6 +7,9 @@
 //   endless_line          accepted, then one line that never ends, streamed as fast as it goes
 //   empty_lines           accepted, then millions of "\n"
 //   slow                  accepted, one byte a second
+//   drip                  accepted, then one byte a second for ever (whole output frames, byte by
+//                         byte), and a cancel is read but never answered: a client that resets a
+//                         per-read timer at each byte, or waits for the cancel's answer, never ends
 //   status_500            HTTP 500
 //   redirect_302          302 to http://example.invalid/ (a header value only: nothing connects there)
 //   html_200              200 text/html
@@ -21,7 +24,7 @@
 //   results_unknown       accepted, a call, then nothing until the client goes away; the call's
 //                         results are answered 404 (as by a replica that does not run it)
 //
-// Cancels are answered 200, and results too (but in results_unknown). After reading each request it rewrites --counts FILE with
+// Cancels are answered 200 (but in drip), and results too (but in results_unknown). After reading each request it rewrites --counts FILE with
 // what it has received so far ("describe N", "execute N", "results N", "cancel N", "other N"), so a
 // test can check that an execution was POSTed once and that a cancel was posted. Beast parses and
 // writes all HTTP; one thread per connection, synchronous.
@@ -217,6 +220,13 @@ void execution(Stream& stream, const std::string& id) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     hold_until_peer_leaves(stream);
+  } else if (mode == "drip") {
+    for (const std::string frame = output_line("drip\n");;) {
+      for (const char c : frame) {
+        if (!send(std::string_view(&c, 1))) return;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
   } else if (mode == "accepted_then_silent") {
     hold_until_peer_leaves(stream);
   } else if (mode == "results_unknown") {
@@ -247,6 +257,7 @@ void serve(Stream& stream) {
     }
     if (target.starts_with(prefix) && target.ends_with("/cancel")) {
       counts.add([](counters& c) { ++c.cancel; });
+      if (mode == "drip") return hold_until_peer_leaves(stream);
       simple(stream, http::status::ok, "application/json", "{}", request.keep_alive());
       if (!request.keep_alive()) return;
       continue;

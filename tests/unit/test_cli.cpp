@@ -217,6 +217,21 @@ TEST_CASE("psych serve, and --remote for run and describe") {
   CHECK(std::get<cli::describe_command>(described.value()).remote.allow_insecure_http);
 }
 
+TEST_CASE("--connect-seconds: the connect budget of run (the service's describe, each MCP server) and describe") {
+  CHECK_FALSE(std::get<cli::run_command>(parse({"run", "p.py"}).value()).remote.connect_seconds);
+  const auto ran = parse({"run", "--connect-seconds", "2.5", "--mcp", "fs=srv", "p.py"});
+  REQUIRE(ran);
+  CHECK(std::get<cli::run_command>(ran.value()).remote.connect_seconds == 2.5);
+  const auto described = parse({"describe", "--remote", "https://127.0.0.1:9443", "--connect-seconds=4"});
+  REQUIRE(described);
+  CHECK(std::get<cli::describe_command>(described.value()).remote.connect_seconds == 4.0);
+  CHECK(error_of({"run", "--connect-seconds", "0", "p.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--connect-seconds", "soon", "p.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"describe", "--connect-seconds", "-1"}) == error_kind::invalid_limit);
+  // Not a remote option: it needs no --remote (it bounds an MCP server's start-up too).
+  CHECK_FALSE(cli::needs_remote(parse({"run", "--connect-seconds", "1", "p.py"}).value()));
+}
+
 TEST_CASE("needs_remote: serve and --remote go to psych-remote, everything else stays in psych") {
   const auto needs = [](std::vector<std::string_view> args) {
     auto parsed = parse(std::move(args));

@@ -91,8 +91,12 @@ struct mcp_server_config {
   /// Added to the few variables a server inherits from the host (HOME, LOGNAME, PATH, SHELL, TERM,
   /// USER, LANG, as the MCP SDKs do): the host's secrets are not handed to a server unasked.
   std::map<std::string, std::string> environment;
-  /// Per request: initialize, each page of tools/list, each tools/call.
+  /// Per request: each page of tools/list, each tools/call; and initialize unless start_timeout is set.
   std::chrono::milliseconds timeout{30000};
+  /// The start-up budget: mcp_client::start() returns within it (the spawn and the initialize
+  /// handshake), whatever the server does, plus the stop of a server that did not answer
+  /// (~mcp_client, at most 2 s). Unset: `timeout`.
+  std::optional<std::chrono::milliseconds> start_timeout;
 };
 
 /// One tool, as the server lists it.

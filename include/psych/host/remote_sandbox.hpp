@@ -27,19 +27,26 @@ struct remote_sandbox_options {
   /// to; default: the system's trust store. The host name is always verified.
   std::optional<std::string> ca_file;
   bool allow_insecure_http = false;
-  /// Connecting and the TLS handshake, per connection.
+  /// The connect budget: how long describe() may take as a whole, every attempt and the backoff
+  /// between them included, and how long any one connection may take to connect and finish its TLS
+  /// handshake. A service that accepts the connection and never answers is given up within it.
   double connect_timeout_seconds = 10;
   /// How long a description read from the service is used (offer(), and run()'s check before
   /// sending a program) before it is read again.
   double describe_ttl_seconds = 10;
-  /// describe() attempts (the only request that is ever retried), with a backoff of 0.2 s doubling.
+  /// describe() attempts (the only request that is ever retried), with a backoff of 0.2 s
+  /// doubling; an attempt is made only while the connect budget lasts.
   int describe_attempts = 3;
+  // The grace: run() returns at most the terms' wall_seconds plus wall_clock_slack_seconds plus
+  // cancel_grace_seconds (2 s by default) after the execution starts (its connection included),
+  // whatever the service does: every connection, read, write and post of the execution ends by then. A describe() it needs
+  // first (none cached) adds at most the connect budget (docs/remote-protocol.md, "Time bounds").
+
   /// Beyond the terms' wall clock, how long the client waits for the service's `done` before it
-  /// posts a cancel and reports `timeout`: the service enforces the wall clock itself and needs
-  /// its graces and the network.
-  double wall_clock_slack_seconds = 10;
+  /// posts a cancel: the service enforces the wall clock itself and needs its graces and the network.
+  double wall_clock_slack_seconds = 1;
   /// After a cancel is posted, how long the service's `done` is waited for.
-  double cancel_grace_seconds = 5;
+  double cancel_grace_seconds = 1;
 };
 
 /// A sandbox whose executions run on the service at options.url, or a sandbox_setup error for

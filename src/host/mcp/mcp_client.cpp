@@ -204,6 +204,10 @@ mcp_result<std::unique_ptr<mcp_client>> mcp_client::start(const mcp_server_confi
   if (config.timeout <= std::chrono::milliseconds::zero())
     return fail(mcp_error_kind::invalid_config, fmt::format("the server {} has a timeout that is not positive",
                                                             config.name));
+  if (config.start_timeout && *config.start_timeout <= std::chrono::milliseconds::zero())
+    return fail(mcp_error_kind::invalid_config,
+                fmt::format("the server {} has a start_timeout that is not positive", config.name));
+  const auto start_timeout = config.start_timeout.value_or(config.timeout);
 
   auto s = std::make_unique<state>();
   s->config = config;
@@ -253,7 +257,7 @@ mcp_result<std::unique_ptr<mcp_client>> mcp_client::start(const mcp_server_confi
       .protocolVersion = std::string(protocol_version_asked),
       .capabilities = {},
       .clientInfo = {.name = "psych", .version = "0.1.0"}});
-  auto answer = raw->peer->request("initialize", params, config.timeout, {}, /*cancellable=*/false);
+  auto answer = raw->peer->request("initialize", params, start_timeout, {}, /*cancellable=*/false);
   if (!answer) {
     mcp_error e = std::move(answer).error();
     e.detail = "initialize: " + e.detail;

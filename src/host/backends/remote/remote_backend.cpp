@@ -29,10 +29,15 @@ remote_backend::~remote_backend() {
 }
 
 description remote_backend::describe() {
+  // One budget for every attempt: a service that holds the connection and never answers costs the
+  // caller the budget once, not once per attempt.
+  const auto deadline = clock::now() + millis(options_.connect_timeout_seconds);
   std::string last;
+  int attempts = 0;
   auto backoff = std::chrono::milliseconds(200);
-  for (int attempt = 1; attempt <= std::max(1, options_.describe_attempts); ++attempt) {
-    auto fetched = fetch_description();
+  while (attempts < std::max(1, options_.describe_attempts)) {
+    ++attempts;
+    auto fetched = fetch_description(deadline);
     if (fetched) {
       std::lock_guard lock(mutex_);
       cached_ = fetched.value();
@@ -40,13 +45,13 @@ description remote_backend::describe() {
       return fetched.value();
     }
     last = fetched.error().message();
-    if (attempt < options_.describe_attempts) {
-      std::this_thread::sleep_for(backoff);
-      backoff *= 2;
-    }
+    if (attempts >= options_.describe_attempts || clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
   }
-  description failed = not_ready(fmt::format("the sandbox service at {} could not be described after {} attempts: {}",
-                                             where_.authority, std::max(1, options_.describe_attempts), last));
+  description failed = not_ready(fmt::format(
+      "the sandbox service at {} could not be described within the connect budget of {} s ({} {}): {}",
+      where_.authority, options_.connect_timeout_seconds, attempts, attempts == 1 ? "attempt" : "attempts", last));
   std::lock_guard lock(mutex_);
   cached_ = failed;
   cached_at_ = clock::now();
@@ -70,13 +75,13 @@ sandbox_result remote_backend::run(const run_request& request, std::stop_token s
   return execution.run(std::move(stop));
 }
 
-awaitable<result<std::unique_ptr<http_link>>> remote_backend::connect() {
+awaitable<result<std::unique_ptr<http_link>>> remote_backend::connect(clock::duration timeout) {
   SSL_SESSION* resume = nullptr;
   {
     std::lock_guard lock(mutex_);
     if (session_ && SSL_SESSION_is_resumable(session_)) resume = SSL_SESSION_dup(session_);
   }
-  auto link = co_await http_link::open(where_, tls_.get(), millis(options_.connect_timeout_seconds), resume);
+  auto link = co_await http_link::open(where_, tls_.get(), std::min(timeout, clock::duration(millis(options_.connect_timeout_seconds))), resume);
   if (resume) SSL_SESSION_free(resume);
   co_return link;
 }
@@ -107,11 +112,11 @@ description remote_backend::cached_description() const {
   return const_cast<remote_backend*>(this)->describe();
 }
 
-result<description> remote_backend::fetch_description() {
+result<description> remote_backend::fetch_description(clock::time_point deadline) {
   auto token = resolve_token(options_.token);
   if (!token) return token.error();
   asio::io_context io;
-  return run_here(io, fetch_description_with(token.value()));
+  return run_here(io, fetch_description_with(token.value(), deadline));
 }
 
 // g++ 12 at -O2 reports Asio's awaitable_frame_base::operator delete as mismatched with the
@@ -121,14 +126,14 @@ result<description> remote_backend::fetch_description() {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-awaitable<result<description>> remote_backend::fetch_description_with(std::string token) {
-  auto link = co_await connect();
+awaitable<result<description>> remote_backend::fetch_description_with(std::string token,
+                                                                      clock::time_point deadline) {
+  auto link = co_await connect(until(deadline));
   if (!link) co_return link.error();
   // Fresh: describe() is the port's probe, not the service's last periodic one.
   auto request = request_to<http::string_body>(http::verb::get, "/v1/describe?fresh=1", token);
   request.set(http::field::accept, "application/json");
-  auto response = co_await exchange(*link.value(), request, description_limit,
-                                    millis(options_.connect_timeout_seconds));
+  auto response = co_await exchange(*link.value(), request, description_limit, until(deadline));
   if (!response) co_return response.error();
   keep_session(*link.value());
   link.value()->close();

@@ -30,8 +30,9 @@ class remote_backend final : public sandbox {
 
   const remote_sandbox_options& options() const { return options_; }
 
-  /// Opens a connection, resuming the last TLS session when there is one.
-  awaitable<result<std::unique_ptr<http_link>>> connect();
+  /// Opens a connection within `timeout` (at most the connect budget), resuming the last TLS
+  /// session when there is one.
+  awaitable<result<std::unique_ptr<http_link>>> connect(std::chrono::steady_clock::duration timeout);
 
   /// Keeps a connection's session for the next one (TLS 1.3 tickets arrive after the handshake,
   /// so this is called once a response has been read).
@@ -47,8 +48,10 @@ class remote_backend final : public sandbox {
  private:
   static description not_ready(std::string why);
   description cached_description() const;
-  result<description> fetch_description();
-  awaitable<result<description>> fetch_description_with(std::string token);
+  /// One attempt, given up at `deadline`.
+  result<description> fetch_description(std::chrono::steady_clock::time_point deadline);
+  awaitable<result<description>> fetch_description_with(std::string token,
+                                                         std::chrono::steady_clock::time_point deadline);
 
   remote_sandbox_options options_;
   service_endpoint where_;

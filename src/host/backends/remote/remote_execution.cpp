@@ -49,11 +49,18 @@ remote_execution::remote_execution(remote_backend& backend, const run_request& r
 
 sandbox_result remote_execution::run(std::stop_token stop) {
   started_ = clock::now();
+  const auto& options = backend_.options();
+  deadline_ = started_ + millis(terms_.limits.wall_seconds.value + options.wall_clock_slack_seconds +
+                                options.cancel_grace_seconds);
   id_ = wire_id(setup_.run.execution_id);
   asio::co_spawn(io_, main(), asio::detached);
   std::stop_callback on_stop(stop, [this] { asio::post(io_, [this] { begin_cancel(ending::cancelled); }); });
   io_.run();
   return assemble();
+}
+
+clock::time_point remote_execution::within_deadline(double seconds) const {
+  return std::min(clock::now() + clock::duration(millis(seconds)), deadline_);
 }
 
 void remote_execution::fail(std::string why) {
@@ -72,7 +79,7 @@ void remote_execution::begin_cancel(ending why) {
   if (cancel_requested_ || !stream_link_) return;
   cancel_requested_ = true;
   asio::co_spawn(io_, post_cancel(), asio::detached);
-  cancel_grace_.expires_after(millis(backend_.options().cancel_grace_seconds));
+  cancel_grace_.expires_at(within_deadline(backend_.options().cancel_grace_seconds));
   cancel_grace_.async_wait([this](boost::system::error_code ec) {
     if (!ec && stream_link_) stream_link_->close();
   });
@@ -86,7 +93,7 @@ awaitable<void> remote_execution::main() {
   });
   asio::co_spawn(io_, post_answers(), asio::detached);
 
-  auto link = co_await backend_.connect();
+  auto link = co_await backend_.connect(until(deadline_));
   if (!link) {
     fail(link.error().message());
   } else {
@@ -124,14 +131,15 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
   request.set(http::field::accept, ndjson_content_type);
   request.body() = protocol::encode_json(body);
   request.prepare_payload();
-  link.tcp().expires_after(millis(options.connect_timeout_seconds));
+  link.tcp().expires_at(within_deadline(options.connect_timeout_seconds));
   auto [write_ec, written] = co_await link.with([&](auto& s) { return http::async_write(s, request, use_tuple); });
   if (write_ec) {
     fail("sending the execution: " + write_ec.message());
     co_return;
   }
-  // From here on the wall clock (clock_) bounds the stream, not a per-read timeout.
-  link.tcp().expires_never();
+  // From here on the deadline bounds the whole stream, however the bytes arrive: a per-read
+  // timeout would be reset by a service that sends a byte now and then.
+  link.tcp().expires_at(deadline_);
 
   http::response_parser<http::buffer_body> parser;
   parser.header_limit(max_header_bytes);
@@ -172,7 +180,9 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     for (;;) {
       auto frame = co_await frames.template next<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
                                                  remote::output_frame, remote::done_frame, remote::error_frame>();
-      // A failure after the last frame changes nothing that arrived.
+      // A failure after the last frame changes nothing that arrived; one at the deadline is the
+      // deadline's closing the stream.
+      if (!frame && clock::now() >= deadline_) begin_cancel(ending::timeout);
       if (!frame && !outcome_ && !refused_) fail("the service's stream: " + frame.error().message());
       if (!frame) co_return;
       if (!frame.value() && !outcome_ && !refused_) fail("the service's stream ended before `done`");
@@ -281,7 +291,7 @@ awaitable<void> remote_execution::post_answers() {
       answers_.pop_front();
     }
     if (!link) {
-      auto opened = co_await backend_.connect();
+      auto opened = co_await backend_.connect(until(deadline_));
       if (!opened) {
         fail("delivering call results: " + opened.error().message());
         begin_cancel(ending::provider_error);
@@ -293,7 +303,8 @@ awaitable<void> remote_execution::post_answers() {
                                                           token_);
     request.set(http::field::content_type, ndjson_content_type);
     request.body() = std::move(body);
-    auto response = co_await exchange(*link, request, 64 * 1024, millis(backend_.options().connect_timeout_seconds));
+    auto response = co_await exchange(*link, request, 64 * 1024,
+                                      until(within_deadline(backend_.options().connect_timeout_seconds)));
     if (response && response.value().status == 404) {
       // Usually the execution ended on the service while this answer was on its way (the program
       // gave up on the call, or finished without it): its `done` is on the stream, and the answer
@@ -301,7 +312,7 @@ awaitable<void> remote_execution::post_answers() {
       // service that does not run this execution (a load balancer routed them to another replica
       // than its stream), and the program would wait for its answer until its wall clock.
       execution_gone_ = true;
-      gone_grace_.expires_after(millis(backend_.options().cancel_grace_seconds));
+      gone_grace_.expires_at(within_deadline(backend_.options().cancel_grace_seconds));
       gone_grace_.async_wait([this](boost::system::error_code ec) {
         if (ec || outcome_ || refused_) return;
         fail("delivering call results: the service answered 404 (no such execution) while the execution's "
@@ -322,7 +333,7 @@ awaitable<void> remote_execution::post_answers() {
 awaitable<void> remote_execution::post_cancel() {
   if (cancel_posted_) co_return;
   cancel_posted_ = true;
-  auto link = co_await backend_.connect();
+  auto link = co_await backend_.connect(until(deadline_));
   if (!link) {
     problems_.push_back("remote: the cancel could not be posted: " + link.error().message());
     co_return;
@@ -330,7 +341,7 @@ awaitable<void> remote_execution::post_cancel() {
   auto request = backend_.request_to<http::string_body>(http::verb::post, "/v1/executions/" + id_ + "/cancel",
                                                         token_);
   auto response = co_await exchange(*link.value(), request, 64 * 1024,
-                                    millis(backend_.options().connect_timeout_seconds));
+                                    until(within_deadline(backend_.options().connect_timeout_seconds)));
   if (!response) problems_.push_back("remote: the cancel could not be posted: " + response.error().message());
   else if (response.value().status != 200 && response.value().status != 404)
     problems_.push_back(status_problem(response.value().status, "remote: the cancel"));
@@ -376,9 +387,10 @@ sandbox_result remote_execution::assemble() {
     if (!outcome_) r.duration_seconds = elapsed;
     r.failure = sandbox_failure{failure_kind::timeout,
                                 fmt::format("the sandbox service did not finish within the wall clock ({} s) and {} s "
-                                            "of slack; a cancel was posted",
+                                            "of slack; a cancel was posted, and its `done` waited for {} s at most",
                                             terms_.limits.wall_seconds.value,
-                                            backend_.options().wall_clock_slack_seconds)};
+                                            backend_.options().wall_clock_slack_seconds,
+                                            backend_.options().cancel_grace_seconds)};
     r.limit_hit = limit_name::wall_seconds;
   } else if (ending_ == ending::cancelled) {
     if (!outcome_) r.duration_seconds = elapsed;

@@ -46,6 +46,8 @@ class remote_execution {
                                     remote::output_frame, remote::done_frame, remote::error_frame>;
   /// One frame of the stream, in its place in the sequence; false when the stream is given up.
   bool take_frame(stream_frame& frame);
+  /// `seconds` from now, or the deadline if that comes first.
+  std::chrono::steady_clock::time_point within_deadline(double seconds) const;
   void fail(std::string why);
   void begin_cancel(ending why);
   result<void> take_output(const remote::output_frame& frame);
@@ -78,6 +80,8 @@ class remote_execution {
   std::uint64_t artifact_total_ = 0;
   std::vector<std::string> problems_;
   std::chrono::steady_clock::time_point started_;
+  /// started_ + wall clock + slack + cancel grace: nothing of the execution outlives it.
+  std::chrono::steady_clock::time_point deadline_;
 };
 
 }  // namespace psych::host

@@ -1,6 +1,8 @@
 #pragma once
 // What every request of the remote client carries (the credential, resolved fresh; the common
 // header fields) and its short exchanges: describe, results, cancel. docs/remote-protocol.md.
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,11 @@ awaitable<result<short_response>> exchange(http_link& link, http::request<http::
                                            std::size_t body_limit, std::chrono::steady_clock::duration timeout);
 
 std::string status_problem(unsigned status, std::string_view what);
+
+/// What is left until `deadline`: zero once it has passed, so a step given it fails at once.
+inline std::chrono::steady_clock::duration until(std::chrono::steady_clock::time_point deadline) {
+  return std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+}
 
 /// Runs one coroutine to completion on a fresh event loop of this thread.
 template <class T>
