@@ -165,6 +165,35 @@ TEST_CASE("container: a missing image is a setup error naming the fix, never a p
   CHECK(took.count() < 10.0);  // a pull would be a registry round trip (and here, a failure to resolve)
 }
 
+TEST_CASE("container: without the probe at open, the first run is the probe and still names a missing image") {
+  // psych run's mode: no probe container at construction, so a missing image is found by the run,
+  // which starts nothing of the program and says what the probe would have said.
+  const auto* backend = container_backend();
+  REQUIRE(backend != nullptr);
+  if (::geteuid() != 0) {
+    psych::testing::skip_case("the container backend needs a root worker");
+    return;
+  }
+  auto options = *backend->container;
+  options.image = "localhost/psych-absent:never-built";
+  options.probe_at_open = false;
+  if (detect_container_runtime(options).runtime.empty()) {
+    psych::testing::skip_case("no container runtime here");
+    return;
+  }
+  auto made = container_sandbox(options);
+  REQUIRE_MESSAGE(made, (made ? "" : made.error().message()));
+  const auto offer = made.value()->offer();
+  const auto terms = std::get<execution_terms>(intersect_terms(offer, {.limits = offer.limit_ceiling}, {}, {}));
+  const auto r = made.value()->run({.program = "return 1", .terms = terms});
+  REQUIRE(r.failure);
+  INFO(r.failure->message);
+  CHECK(r.failure->kind == failure_kind::launch_failed);
+  CHECK(r.failure->message.find("not present locally") != std::string::npos);
+  CHECK(r.failure->message.find("scripts/build-image") != std::string::npos);
+  CHECK_FALSE(r.isolation);
+}
+
 TEST_CASE("container: an image gone after the backend was built is a failed run, never a pull") {
   auto sb = container_or_skip();
   if (!sb) return;

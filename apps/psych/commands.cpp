@@ -39,6 +39,7 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
   options.run_as_range = local.run_as_range;
   options.launcher_path = local.launcher_path;
   options.temp_root = local.temp_root;
+  options.probe_at_open = local.probe_at_open;
   return options;
 }
 

@@ -38,6 +38,12 @@ struct container_sandbox_options {
   std::optional<std::string> launcher_path;
   /// Where the per-execution directories and the channel's socket directory are made.
   std::string temp_root = "/tmp";
+  /// As local_sandbox_options::probe_at_open. true: container_sandbox() runs a probe container
+  /// (describe()) and refuses a backend that is not ready. false: the first run() is the probe —
+  /// its child reports its containment before the program is sent, graded as every execution's
+  /// is — and a run that cannot start its container says why the runtime or image is not usable.
+  /// For a process that runs one program (`psych run`), which would otherwise start two containers.
+  bool probe_at_open = true;
 };
 
 /// The container runtime and image as found on this host: which runtime, its version, whether the

@@ -77,6 +77,11 @@ class container_backend final : public sandbox {
     narrow(terms.limits, ceiling());
     auto result = execute(terms, request, false, std::move(stop)).result;
     result.unavailable_bindings = request.unavailable_bindings;
+    if (!options_.probe_at_open && result.failure && result.failure->kind == failure_kind::launch_failed) {
+      // No probe vouched for the runtime and the image: say which of them is missing, as it would.
+      if (const auto found = detect_container_runtime(options_); !found.available)
+        result.failure->message += "; " + found.problem;
+    }
     return result;
   }
 
@@ -186,6 +191,7 @@ result<std::unique_ptr<sandbox>> container_sandbox(const container_sandbox_optio
   if (ec) return fail_with(error_kind::sandbox_setup, fmt::format("temp_root {}: {}", options.temp_root, ec.message()));
   auto built = std::make_unique<container_backend>(resolved, runtime, launcher, identities.value(),
                                                    runtime.image_root_entries(options.image));
+  if (!options.probe_at_open) return std::unique_ptr<sandbox>(std::move(built));
   // As local_sandbox(): what the probe observed decides; a backend that would fail every
   // execution is never handed back.
   const auto probed = built->describe();
