@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -32,11 +33,21 @@
 
 namespace conformance {
 
+namespace {
+
+/// Set once temp_root() has made the directory. after_the_run() removes it only then: asking
+/// temp_root() there would make one outside any case (a query such as --list-test-cases runs none),
+/// where its REQUIRE has no test to fail and doctest crashes.
+std::atomic<bool> temp_root_made{false};
+
+}  // namespace
+
 const std::string& temp_root() {
   static const std::string root = [] {
     std::string pattern = std::filesystem::temp_directory_path().string() + "/psych-conformance-XXXXXX";
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     ::chmod(pattern.c_str(), 0711);  // removed by main() after the run
+    temp_root_made = true;
     return pattern;
   }();
   return root;
@@ -281,6 +292,7 @@ bool process_running(std::int64_t pid) { return std::filesystem::exists("/proc/"
 
 void after_the_run() {
   stop_remote_services();
+  if (!temp_root_made) return;
   // Every execution emptied it (checked after each case); the root itself is ours to remove.
   std::error_code ec;
   std::filesystem::remove_all(temp_root(), ec);

@@ -7,6 +7,7 @@
 #include <tlhelp32.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cwctype>
 #include <filesystem>
@@ -65,10 +66,19 @@ std::vector<std::int64_t> running_processes_of(const std::vector<std::wstring>& 
 
 }  // namespace
 
+namespace {
+
+/// Set once temp_root() has made the directory; after_the_run() removes it only then (a query such
+/// as --list-test-cases runs no case, and a REQUIRE outside one crashes doctest).
+std::atomic<bool> temp_root_made{false};
+
+}  // namespace
+
 const std::string& temp_root() {
   static const std::string root = [] {
     const auto path = fs::temp_directory_path() / ("psych-conformance-" + psych::host::random_hex(6));
     REQUIRE(fs::create_directory(path));  // removed by after_the_run()
+    temp_root_made = true;
     return psych::windows::narrow(path.native());
   }();
   return root;
@@ -147,6 +157,7 @@ bool process_running(std::int64_t pid) {
 }
 
 void after_the_run() {
+  if (!temp_root_made) return;
   // Every execution emptied it (checked after each case); the root itself is ours to remove.
   std::error_code ec;
   fs::remove_all(psych::platform::utf8_path(temp_root()), ec);

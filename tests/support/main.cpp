@@ -6,5 +6,7 @@
 
 int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
-  return psych::testing::exit_status(context.run());
+  const int status = context.run();
+  if (context.shouldExit()) return status;  // a query (--list-test-cases, --count, --help): no case ran
+  return psych::testing::exit_status(status);
 }
