@@ -1,6 +1,7 @@
 // psych run and psych describe, and what they share with psych serve.
 #include "commands.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "config.hpp"
 #include "files.hpp"
 #include "interrupt.hpp"
+#include "mcp_servers.hpp"
 #include "report.hpp"
 #include "psych/host/container_sandbox.hpp"
 #include "psych/host/mcp.hpp"
@@ -18,10 +20,6 @@
 
 namespace psych::cli {
 namespace {
-
-result<std::string> read_program(const std::string& path) {
-  return path == "-" ? read_standard_input() : read_whole_file(path);
-}
 
 /// The container backend, from the deployment's settings and the command line's image and runtime.
 container_sandbox_options container_options(const local_sandbox_options& local, const std::string& image,
@@ -40,6 +38,17 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
 }
 
 bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
+
+std::string local_backend_names(const local_sandbox_options& options) {
+  std::string names;
+  for (const auto& found : detect_local_backends(options)) names.append(names.empty() ? "" : ", ").append(found.name);
+  return names;
+}
+
+bool is_unknown_backend(const local_sandbox_options& options) {
+  const auto known = detect_local_backends(options);
+  return std::none_of(known.begin(), known.end(), [&](const backend_info& b) { return b.name == *options.backend; });
+}
 
 bool any_remote_option(const remote_choice& remote) {
   return !remote.ca_file.empty() || !remote.token_command.empty() || remote.allow_insecure_http;
@@ -78,7 +87,12 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
   if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
   if (!image.empty() || !runtime.empty())
     return fail_with(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
-  return local_sandbox(options);
+  auto local = local_sandbox(options);
+  if (!local && options.backend && is_unknown_backend(options))
+    return fail_with(error_kind::invalid_argument,
+                     fmt::format("--backend: no backend is named '{}'; the backends are {}, container", *options.backend,
+                                 local_backend_names(options)));
+  return local;
 }
 
 int run(const run_command& given, const remote_opener& open_remote) {
@@ -109,11 +123,14 @@ int run(const run_command& given, const remote_opener& open_remote) {
     blobs = std::move(opened).value();
   }
   std::unique_ptr<mcp_binding_source> mcp;
-  if (!given.mcp_servers.empty()) {
+  auto mcp_servers = mcp_servers_of(given);
+  if (!mcp_servers) return fail_usage(mcp_servers.error());
+  if (!mcp_servers.value().empty()) {
     std::vector<std::unique_ptr<mcp_client>> clients;
-    for (const auto& [name, server_command] : given.mcp_servers) {
-      auto client = mcp_client::start({.name = name, .command = server_command});
-      if (!client) return fail_usage(error{error_kind::invalid_argument, "--mcp " + name + ": " + client.error().message()});
+    for (const auto& server : mcp_servers.value()) {
+      auto client = mcp_client::start(server);
+      if (!client)
+        return fail_usage(error{error_kind::invalid_argument, "--mcp " + server.name + ": " + client.error().message()});
       clients.push_back(std::move(client).value());
     }
     auto source = mcp_binding_source::create(std::move(clients));
