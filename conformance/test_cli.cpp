@@ -362,3 +362,104 @@ TEST_CASE("the unprivileged path, as a throwaway user") {
   CHECK(shell("find /tmp /var/tmp /dev/shm -maxdepth 1 -uid " + std::to_string(uid) + " | grep -q .").status != 0);
   CHECK(shell("userdel " + user).status == 0);
 }
+
+namespace {
+
+/// An MCP server that offers one tool, `argv`, answering with its own arguments and the variable
+/// PSYCH_TEST_GREETING: what --mcp-config gave it.
+const char* const argv_server = R"PY(import json, os, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, id = msg.get("method"), msg.get("id")
+    if id is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                                     "serverInfo": {"name": "argv", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "argv", "inputSchema": {"type": "object"}}]}})
+    else:
+        text = json.dumps([sys.argv[1:], os.environ.get("PSYCH_TEST_GREETING")])
+        send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+)PY";
+
+}  // namespace
+
+TEST_CASE("psych run: the inputs a new user got wrong are refused or explained") {
+  SUBCASE("a directory as PROGRAM is unreadable_file, status 2") {
+    const auto r = shell(psych_cli + " run " + conformance::temp_root());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("unreadable_file") != std::string::npos);
+    CHECK(r.output.find("is a directory") != std::string::npos);
+  }
+  SUBCASE("invalid UTF-8 is the syntax error Python raises, naming the byte and its offset") {
+    program_file p("x = 1\ny = \"caf\xe9\"\n");
+    const auto r = shell(psych_cli + " run --json " + p.path());
+    CHECK(r.status == 1);
+    const auto doc = json_of(r.output);
+    REQUIRE(doc["failure"].IsObject());
+    CHECK(string_at(doc["failure"], "kind") == "syntax_error");
+    CHECK(string_at(doc["failure"], "message").find("'utf-8' codec can't decode byte 0xe9 in position 14: invalid "
+                                                    "continuation byte") != std::string::npos);
+    CHECK(doc["failure"]["line"].GetInt() == 2);
+  }
+  SUBCASE("a NUL byte: not a text file, status 2, never the program's syntax error") {
+    program_file p(std::string("x = 1\n\0\n", 8));
+    const auto r = shell(psych_cli + " run " + p.path());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("not a text file (a NUL byte at offset 6)") != std::string::npos);
+    CHECK(r.output.find("syntax_error") == std::string::npos);
+  }
+  SUBCASE("sizes take the common units; a bad one lists the forms accepted") {
+    program_file p("return 1\n");
+    CHECK(shell(psych_cli + " run --memory-bytes 1.5G --file-size-bytes 300MB " + p.path()).status == 0);
+    const auto bad = shell(psych_cli + " run --memory-bytes 12Q " + p.path());
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find("KiB, MiB, GiB, TiB (binary") != std::string::npos);
+    const auto huge = shell(psych_cli + " run --wall-seconds 1e999 " + p.path());
+    CHECK(huge.status == 2);
+    CHECK(huge.output.find("invalid_limit") != std::string::npos);
+  }
+  SUBCASE("a memory limit too small for the interpreter says so, whichever backend tried") {
+    program_file p("return 1\n");
+    const auto r = shell(psych_cli + " run --memory-bytes 1 " + p.path());
+    CHECK(r.status == 1);
+    CHECK(r.output.find("below what the interpreter needs to start (about 16 MiB") != std::string::npos);
+    CHECK(r.output.find("limit hit: memory_bytes") != std::string::npos);
+    CHECK(r.output.find("network denied: no") == std::string::npos);
+  }
+  SUBCASE("an unknown backend lists the names there are") {
+    const auto r = shell(psych_cli + " run --backend nope /dev/null");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("linux-process, linux-namespaces") != std::string::npos);
+    CHECK(r.output.find("container") != std::string::npos);
+  }
+  SUBCASE("a missing value reads as JSON's null") {
+    program_file p("x = 1\n");
+    CHECK(shell(psych_cli + " run " + p.path()).output.find("value: null\n") != std::string::npos);
+  }
+  SUBCASE("--mcp with an echo for a server says it answered with a request") {
+    program_file p("return 1\n");
+    const auto r = shell(psych_cli + " run --mcp x=/bin/cat " + p.path());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("with a request, not a response") != std::string::npos);
+  }
+  SUBCASE("--mcp-config: arguments with spaces and an environment, as MCP clients write them") {
+    program_file server(argv_server);
+    program_file config(R"({"mcpServers": {"a": {"command": "python3", "args": [")" + server.path() +
+                        R"(", "two words"], "env": {"PSYCH_TEST_GREETING": "hi there"}}}, "theme": "dark"})");
+    program_file p("r = await a__argv()\nreturn r['content'][0]['text']\n");
+    const auto r = shell(psych_cli + " run --json --mcp-config " + config.path() + " " + p.path());
+    CHECK_MESSAGE(r.status == 0, r.output);
+    const auto doc = json_of(r.output);
+    REQUIRE(doc["value"].IsString());
+    CHECK(std::string(doc["value"].GetString()) == "[[\"two words\"], \"hi there\"]");
+    program_file misspelt(R"({"mcpServers": {"a": {"command": "python3", "argz": []}}})");
+    const auto bad = shell(psych_cli + " run --mcp-config " + misspelt.path() + " " + p.path());
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find(misspelt.path() + ": mcpServers.a.argz: no such member") != std::string::npos);
+  }
+}

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "byte_size.hpp"
+
 namespace psych::cli {
 
 namespace {
@@ -15,30 +17,26 @@ namespace {
 result<double> parse_seconds(std::string_view option, std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size())
+  const bool whole = end == text.data() + text.size();
+  // 1e999 overflows and 1e-999 underflows: numbers still, but no finite positive limit.
+  if (ec == std::errc::result_out_of_range && whole)
+    return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive and finite, got '{}'", option, text));
+  if (ec != std::errc{} || !whole)
     return fail_with(error_kind::invalid_argument, fmt::format("{} expects a number of seconds, got '{}'", option, text));
   if (!std::isfinite(value) || value <= 0)
     return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive and finite, got '{}'", option, text));
   return value;
 }
 
-result<std::uint64_t> parse_count(std::string_view option, std::string_view text, bool allow_suffix) {
+result<std::uint64_t> parse_count(std::string_view option, std::string_view text) {
   if (!text.empty() && text.front() == '-')
     return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  unsigned shift = 0;
-  if (allow_suffix && rest.size() == 1) {
-    shift = rest == "K" || rest == "k" ? 10 : rest == "M" || rest == "m" ? 20 : rest == "G" || rest == "g" ? 30 : 0;
-    if (shift) rest = {};
-  }
-  if (ec != std::errc{} || !rest.empty())
+  if (ec != std::errc{} || end != text.data() + text.size())
     return fail_with(error_kind::invalid_argument, fmt::format("{} expects a whole number, got '{}'", option, text));
   if (value == 0) return fail_with(error_kind::invalid_limit, fmt::format("{} must be positive, got '{}'", option, text));
-  if (shift && value > (~std::uint64_t{0} >> shift))
-    return fail_with(error_kind::invalid_argument, fmt::format("{} is too large: '{}'", option, text));
-  return value << shift;
+  return value;
 }
 
 /// NAME=COMMAND: the command split at spaces (no shell, no quoting: a server's path and arguments).
@@ -75,10 +73,18 @@ auto seconds_into(auto& field) {
   };
 }
 
-/// A whole number; `with_suffix` also takes K, M, G (binary multiples).
-auto count_into(auto& field, bool with_suffix) {
-  return [&field, with_suffix](std::string_view option, std::string_view text) -> result<void> {
-    PSYCH_TRY(auto value, parse_count(option, text, with_suffix));
+auto count_into(auto& field) {
+  return [&field](std::string_view option, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto value, parse_count(option, text));
+    field = value;
+    return success();
+  };
+}
+
+/// A size in bytes, with a unit or without (byte_size.hpp).
+auto bytes_into(auto& field) {
+  return [&field](std::string_view option, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto value, parse_byte_size(option, text));
     field = value;
     return success();
   };
@@ -175,15 +181,15 @@ void add_run_options(CLI::App& app, run_command& run) {
   add_backend_options(app, run.backend, run.image, run.container_runtime);
   add_converted(app, "--wall-seconds", "S", seconds_into(run.limits.wall_seconds), "wall-clock limit");
   add_converted(app, "--cpu-seconds", "S", seconds_into(run.limits.cpu_seconds), "CPU time limit");
-  add_converted(app, "--memory-bytes", "N", count_into(run.limits.memory_bytes, true),
-                "memory (address space) limit; K, M, G suffixes allowed");
-  add_converted(app, "--file-size-bytes", "N", count_into(run.limits.file_size_bytes, true),
-                "largest file the program may write; K, M, G allowed");
-  add_converted(app, "--process-count", "N", count_into(run.limits.process_count, false),
+  add_converted(app, "--memory-bytes", "N", bytes_into(run.limits.memory_bytes),
+                "memory (address space) limit: 300M, 300MiB (binary), 300MB (decimal), 1.5G, or bytes");
+  add_converted(app, "--file-size-bytes", "N", bytes_into(run.limits.file_size_bytes),
+                "largest file the program may write; units as for --memory-bytes");
+  add_converted(app, "--process-count", "N", count_into(run.limits.process_count),
                 "processes and threads, the interpreter included");
-  add_converted(app, "--preview-bytes", "N", count_into(run.output.preview_bytes, true),
+  add_converted(app, "--preview-bytes", "N", bytes_into(run.output.preview_bytes),
                 "per stream, what the result's previews show (default 4000)");
-  add_converted(app, "--max-output-bytes", "N", count_into(run.output.max_bytes, true),
+  add_converted(app, "--max-output-bytes", "N", bytes_into(run.output.max_bytes),
                 "per stream, what is captured at all (default 8M); the rest is counted");
   app.add_option("--blob-dir", run.blob_dir,
                  "preserve outputs and artifacts in a BlobStore at DIR (handles in the result)")
@@ -193,8 +199,12 @@ void add_run_options(CLI::App& app, run_command& run) {
                 "when_available (default), or required: fail when nothing can preserve");
   app.add_flag("--collect-artifacts", run.collect_artifacts, "return the files the program leaves in its workspace");
   add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(run.mcp_servers),
-                "start an MCP server over stdio (COMMAND split at spaces); the program calls its tools as "
-                "NAME__tool (call_tool, aliases, TOOLS); repeatable");
+                "start an MCP server over stdio (COMMAND split at spaces; use --mcp-config for an argument "
+                "with a space); the program calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable");
+  app.add_option("--mcp-config", run.mcp_config_path,
+                 "MCP servers from a JSON file in the MCP clients' format: {\"mcpServers\": {NAME: {\"command\": "
+                 "..., \"args\": [...], \"env\": {...}}}}")
+      ->type_name("FILE");
   add_deployment_options(app, run.allow_same_uid, run.config_path);
   add_remote_options(app, run.remote);
   app.add_option("PROGRAM", run.program_path, "the Python file to run, or - for standard input")
@@ -223,7 +233,7 @@ void add_serve_options(CLI::App& app, serve_command& serve) {
   app.add_option("--trusted-proxy", serve.trusted_proxies,
                  "a load balancer's address: its X-Forwarded-For is logged as forwarded_for; repeatable")
       ->type_name("ADDRESS");
-  add_converted(app, "--max-concurrent", "N", count_into(serve.max_concurrent, false),
+  add_converted(app, "--max-concurrent", "N", count_into(serve.max_concurrent),
                 "executions running at once (default 4)");
   app.add_option("--max-queued", serve.max_queued,
                  "executions waiting for a slot (default 16); beyond it, 503 with Retry-After before anything runs")

@@ -41,6 +41,8 @@ struct run_command {
   std::string tenant = "default";
   /// --mcp NAME=COMMAND: MCP servers over stdio whose tools the program may call as NAME__tool.
   std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;
+  /// --mcp-config FILE: more servers, in the MCP clients' {"mcpServers": {...}} format (mcp_servers.hpp).
+  std::string mcp_config_path;
   remote_choice remote;
 };
 

@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "files.hpp"
 #include "interrupt.hpp"
+#include "mcp_servers.hpp"
 #include "report.hpp"
 #include "psych/host/container_sandbox.hpp"
 #include "psych/host/mcp.hpp"
@@ -21,10 +22,6 @@
 
 namespace psych::cli {
 namespace {
-
-result<std::string> read_program(const std::string& path) {
-  return path == "-" ? read_standard_input() : read_whole_file(path);
-}
 
 /// The container backend, from the deployment's settings and the command line's image and runtime.
 container_sandbox_options container_options(const local_sandbox_options& local, const std::string& image,
@@ -49,6 +46,17 @@ std::chrono::milliseconds whole_milliseconds(double seconds) {
 }
 
 bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
+
+std::string local_backend_names(const local_sandbox_options& options) {
+  std::string names;
+  for (const auto& found : detect_local_backends(options)) names.append(names.empty() ? "" : ", ").append(found.name);
+  return names;
+}
+
+bool is_unknown_backend(const local_sandbox_options& options) {
+  const auto known = detect_local_backends(options);
+  return std::none_of(known.begin(), known.end(), [&](const backend_info& b) { return b.name == *options.backend; });
+}
 
 bool any_remote_option(const remote_choice& remote) {
   return !remote.ca_file.empty() || !remote.token_command.empty() || remote.allow_insecure_http;
@@ -87,7 +95,12 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
   if (is_container(options.backend)) return container_sandbox(container_options(options, image, runtime));
   if (!image.empty() || !runtime.empty())
     return fail_with(error_kind::invalid_argument, "--image and --container-runtime need --backend container");
-  return local_sandbox(options);
+  auto local = local_sandbox(options);
+  if (!local && options.backend && is_unknown_backend(options))
+    return fail_with(error_kind::invalid_argument,
+                     fmt::format("--backend: no backend is named '{}'; the backends are {}, container", *options.backend,
+                                 local_backend_names(options)));
+  return local;
 }
 
 int run(const run_command& given, const remote_opener& open_remote) {
@@ -118,14 +131,15 @@ int run(const run_command& given, const remote_opener& open_remote) {
     blobs = std::move(opened).value();
   }
   std::unique_ptr<mcp_binding_source> mcp;
-  if (!given.mcp_servers.empty()) {
+  auto mcp_servers = mcp_servers_of(given);
+  if (!mcp_servers) return fail_usage(mcp_servers.error());
+  if (!mcp_servers.value().empty()) {
     std::vector<std::unique_ptr<mcp_client>> clients;
-    for (const auto& [name, server_command] : given.mcp_servers) {
-      mcp_server_config config{.name = name, .command = server_command};
-      if (given.remote.connect_seconds)
-        config.start_timeout = whole_milliseconds(*given.remote.connect_seconds);
-      auto client = mcp_client::start(config);
-      if (!client) return fail_usage(error{error_kind::invalid_argument, "--mcp " + name + ": " + client.error().message()});
+    for (auto server : mcp_servers.value()) {
+      if (given.remote.connect_seconds) server.start_timeout = whole_milliseconds(*given.remote.connect_seconds);
+      auto client = mcp_client::start(server);
+      if (!client)
+        return fail_usage(error{error_kind::invalid_argument, "--mcp " + server.name + ": " + client.error().message()});
       clients.push_back(std::move(client).value());
     }
     auto source = mcp_binding_source::create(std::move(clients));

@@ -13,4 +13,8 @@ result<std::string> read_whole_file(const std::string& path);
 /// The whole of standard input, as bytes.
 result<std::string> read_standard_input();
 
+/// The program's source from `path` ("-": standard input), or unreadable_file for a directory and
+/// for a file holding a NUL byte (not a text file, named as such rather than as a syntax error).
+result<std::string> read_program(const std::string& path);
+
 }  // namespace psych::cli

@@ -36,7 +36,7 @@ std::string result_report(const sandbox_result& r) {
   std::string out;
   const auto to = std::back_inserter(out);
   if (r.value) fmt::format_to(to, "value: {}\n", safe(r.value->text));
-  else if (!r.failure) out.append("value: None\n");
+  else if (!r.failure) out.append("value: null\n");  // JSON, as every other value here
   const auto stream = [&](const char* name, const std::string& preview, std::uint64_t size) {
     fmt::format_to(to, "{} ({} bytes){}\n", name, size, size ? ":" : "");
     if (size) append_lines(out, "  | ", preview);
@@ -49,9 +49,12 @@ std::string result_report(const sandbox_result& r) {
   }
   if (r.limit_hit) fmt::format_to(to, "limit hit: {}\n", name_of(*r.limit_hit));
   if (r.cancelled) out.append("cancelled: yes\n");
-  fmt::format_to(to, "isolation: {}   duration: {:.3f} s   network denied: {}\n",
-                 r.isolation ? name_of(*r.isolation) : "none (nothing ran)", r.duration_seconds,
-                 r.network_denied ? "yes" : "no");
+  // Where nothing ran, no network was denied or granted: "no" would read as "it had the network".
+  if (r.isolation)
+    fmt::format_to(to, "isolation: {}   duration: {:.3f} s   network denied: {}\n", name_of(*r.isolation),
+                   r.duration_seconds, r.network_denied ? "yes" : "no");
+  else
+    fmt::format_to(to, "isolation: none (nothing ran)   duration: {:.3f} s\n", r.duration_seconds);
   append_grades(out, r.guarantees);
   for (const auto& a : r.attachments)
     if (a.location == attachment_location::blob || a.name.starts_with("artifact:"))

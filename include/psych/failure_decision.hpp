@@ -6,8 +6,9 @@
 //   3. a probe (describe()) ends without a failure;
 //   4. what ended it from outside: cancelled, then timeout;
 //   5. what the program reported itself in `done`: its value, or its own error;
-//   6. how the interpreter ended without a report: a limit (limit_exceeded), the channel
-//      closing first (channel_closed), and otherwise a crash (crashed).
+//   6. how the interpreter ended without a report: a memory limit too small for it to start
+//      (limit_exceeded), a limit (limit_exceeded), the channel closing first (channel_closed),
+//      and otherwise a crash (crashed).
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -60,7 +61,19 @@ struct execution_facts {
   std::optional<program_report> done;     ///< the program's `done`, if it sent one
   bool channel_closed = false;            ///< the channel reached end of file before `done`
   std::optional<interpreter_exit> exit;   ///< nullopt: the launcher did not report how it ended
+  bool reported_containment = false;      ///< the child's hello came: the interpreter had started
+  std::uint64_t memory_bytes = 0;         ///< the address-space limit it ran under; 0: not known
 };
+
+/// The address space CPython needs to start psych's runtime, measured with /usr/bin/python3 (3.11,
+/// Debian 12, x86-64) by bisecting `psych run --memory-bytes N` on both Linux backends: 15.9 MiB
+/// (`python3 -I -S -c pass` alone: 11.7 MiB). Below it the interpreter dies before it can say so:
+/// a SIGSEGV, a loader error, a MemoryError in the bootstrap.
+inline constexpr std::uint64_t interpreter_start_bytes = std::uint64_t{16} << 20;
+
+/// An interpreter that died before its first report under a memory limit this small is taken to
+/// have died of it: twice the figure above, for interpreters built larger than the one measured.
+inline constexpr std::uint64_t too_small_to_start_bytes = 2 * interpreter_start_bytes;
 
 struct failure_decision {
   std::optional<sandbox_failure> failure;
@@ -116,6 +129,13 @@ inline failure_decision decide_failure(const execution_facts& facts) {
     return decided;
   }
 
+  if (!facts.reported_containment && facts.memory_bytes > 0 && facts.memory_bytes < too_small_to_start_bytes) {
+    decided.limit_hit = limit_name::memory_bytes;
+    return fail(failure_kind::limit_exceeded,
+                "the memory limit of " + std::to_string(facts.memory_bytes) +
+                    " bytes is below what the interpreter needs to start (about 16 MiB for CPython and psych's "
+                    "runtime): it ended before running the program (" + detail::how_it_ended(exit) + ")");
+  }
   if (exit_limit) {
     decided.limit_hit = exit_limit;
     return fail(failure_kind::limit_exceeded, "the " + std::string(name_of(*exit_limit)) +

@@ -78,6 +78,15 @@ inline std::size_t first_invalid(std::string_view s) noexcept {
   return std::string_view::npos;
 }
 
+/// Why the bytes at s[i] are ill-formed, in the words of Python's UTF-8 codec (and so of the
+/// SyntaxError Python raises for such a source): a byte that cannot begin a character, a sequence
+/// the data ends inside, or one broken by its next byte. `i` must be where step() is negative.
+inline std::string_view ill_formed_reason(std::string_view s, std::size_t i) noexcept {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  if (lead < 0xC2 || lead > 0xF4) return "invalid start byte";
+  return i + static_cast<std::size_t>(-step(s, i)) >= s.size() ? "unexpected end of data" : "invalid continuation byte";
+}
+
 /// The text with every maximal ill-formed subpart replaced by U+FFFD.
 inline std::string sanitize(std::string_view s) {
   const std::size_t bad = first_invalid(s);

@@ -823,6 +823,34 @@ def test_awaited_binding_calls_work_alone_gathered_and_as_tasks():
         assert "coroutine" not in stderr, (program, stderr)
 
 
+def test_an_alias_that_does_not_exist_names_the_closest_tools_and_call_tool():
+    tools = ("ev__add_numbers", "ev__echo", "list-repos", "lookup_order")
+    done, _, _, calls = run_with_tools("return await ev__add(a=1, b=2)", tools=tools)
+    error = done["error"]
+    assert error["type"] == "NameError" and not calls, done
+    assert error["message"].startswith("name 'ev__add' is not defined; no offered tool is named 'ev__add'; "
+                                       "the closest offered: ev__add_numbers"), error
+    assert "`await call_tool('list-repos', {...})` reaches any offered name" in error["message"], error
+    assert error["message"] in error["traceback"], error  # the traceback's last line says the same
+    # A name nowhere near a tool is Python's own NameError, word for word.
+    done, _, _, _ = run_with_tools("return undefined_thing", tools=tools)
+    assert done["error"]["message"] == "name 'undefined_thing' is not defined", done
+    # Without tools there is nothing to point at.
+    done, _, _, _ = run_with_tools("return ev__add()", tools=())
+    assert done["error"]["message"] == "name 'ev__add' is not defined", done
+
+
+def test_positional_tool_arguments_say_to_pass_them_by_name():
+    done, _, _, calls = run_with_tools("return await lookup_order('A')")
+    assert done["error"]["type"] == "ToolError" and not calls, done
+    assert done["error"]["message"] == ("malformed_call: lookup_order: pass the arguments by name (keyword "
+                                        "arguments): `await lookup_order(key=value, ...)`; got a positional str"), done
+    done, _, _, calls = run_with_tools("return await call_tool('lookup_order', 'A')")
+    assert not calls and done["error"]["message"] == (
+        "malformed_call: lookup_order: call_tool's arguments are one dict of named values: "
+        "`await call_tool('lookup_order', {'key': value})`; got a positional str"), done
+
+
 def test_a_tool_error_traceback_shows_only_the_program():
     for header in ("", "import asyncio\n"):
         done, _, stderr, _ = run_with_tools(f"{header}x = 1\nawait fails(n=1)")

@@ -480,6 +480,15 @@ TEST_CASE("a server that writes garbage or dies is a named error at once, and th
     CHECK(contains(started->error().detail, "initialize"));
     CHECK(waited < 5s);
   }
+  SUBCASE("an echo sends our own initialize back: a request where a response belongs, said so at once") {
+    std::optional<mcp_result<std::unique_ptr<mcp_client>>> started;
+    const auto waited = timed([&] { started.emplace(mcp_client::start({.name = "x", .command = {"/bin/cat"}})); });
+    REQUIRE_FALSE(*started);
+    CAPTURE(started->error().message());
+    CHECK(started->error().kind == mcp_error_kind::protocol_violation);
+    CHECK(contains(started->error().detail, "answered our initialize request with a request, not a response"));
+    CHECK(waited < 5s);
+  }
   SUBCASE("an exit without a word, its stderr in the message") {
     auto started = mcp_client::start(
         {.name = "quitter", .command = {"python3", "-c", "import sys; sys.stderr.write('no config file\\n'); sys.exit(2)"}});

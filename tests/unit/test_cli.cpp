@@ -52,6 +52,54 @@ TEST_CASE("bad input is a named error") {
   CHECK(error_of({"describe", "--config"}) == error_kind::invalid_argument);
 }
 
+TEST_CASE("sizes in bytes: plain, binary and decimal units, fractions; a bad one lists what is accepted") {
+  const auto memory = [](std::string_view text) {
+    const std::vector<std::string_view> args{"run", "--memory-bytes", text, "p.py"};
+    auto r = cli::parse(args);
+    REQUIRE_MESSAGE(r.has_value(), text);
+    return std::get<cli::run_command>(r.value()).limits.memory_bytes.value;
+  };
+  constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+  CHECK(memory("300000000") == 300000000);
+  CHECK(memory("300B") == 300);
+  CHECK(memory("300k") == 300 * 1024);
+  CHECK(memory("300M") == 300 * mib);
+  CHECK(memory("300MiB") == 300 * mib);
+  CHECK(memory("300mib") == 300 * mib);
+  CHECK(memory("300MB") == 300'000'000);
+  CHECK(memory("300mb") == 300'000'000);
+  CHECK(memory("1.5G") == 1536 * mib);
+  CHECK(memory("1.5GB") == 1'500'000'000);
+  CHECK(memory("2T") == std::uint64_t{2} << 40);
+  CHECK(memory("0.3K") == 307);  // whole bytes, rounded down
+  CHECK(memory("1.0000001M") == mib);  // digits past the sixth are dropped
+  for (const std::string_view bad : {"12Q", "1.5", "1.5B", "M", "1.G", "1e6", "0x10", "1 M", "1.5Gi"}) {
+    CAPTURE(bad);
+    const std::vector<std::string_view> args{"run", "--memory-bytes", bad, "p.py"};
+    const auto r = cli::parse(args);
+    REQUIRE(r.has_error());
+    CHECK(r.error().kind == error_kind::invalid_argument);
+    CHECK(r.error().message().find("K, M, G, T or KiB, MiB, GiB, TiB (binary, 1024 each), KB, MB, GB, TB "
+                                   "(decimal, 1000 each)") != std::string::npos);
+  }
+  CHECK(error_of({"run", "--memory-bytes", "0", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--memory-bytes", "0.0001K", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--memory-bytes", "-1G", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--memory-bytes", "16777216T", "a.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"run", "--memory-bytes", "99999999999999999999", "a.py"}) == error_kind::invalid_argument);
+  CHECK(std::get<cli::run_command>(parse({"run", "--file-size-bytes", "10MB", "p.py"}).value())
+            .limits.file_size_bytes.value == 10'000'000);
+  CHECK(std::get<cli::run_command>(parse({"run", "--max-output-bytes", "1.5M", "p.py"}).value()).output.max_bytes ==
+        1536 * 1024);
+}
+
+TEST_CASE("seconds out of a double's range are invalid limits, as docs/cli.md says") {
+  CHECK(error_of({"run", "--wall-seconds", "1e999", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--cpu-seconds", "1e-999", "a.py"}) == error_kind::invalid_limit);
+  CHECK(error_of({"run", "--wall-seconds", "1e999x", "a.py"}) == error_kind::invalid_argument);
+  CHECK(error_of({"run", "--wall-seconds", "nan", "a.py"}) == error_kind::invalid_limit);
+}
+
 TEST_CASE("help for each command") {
   CHECK(std::holds_alternative<cli::help_command>(parse({"--help"}).value()));
   CHECK(std::get<cli::help_command>(parse({"run", "--help"}).value()).text.find("--wall-seconds") !=

@@ -66,3 +66,24 @@ TEST_CASE("the refusal and describe reports escape what they quote") {
   check_safe(report);
   CHECK(report.find("interpreter: /opt/A\\x1b]52") != std::string::npos);
 }
+
+TEST_CASE("the result report writes a missing value as JSON's null, like every other value") {
+  sandbox_result r;
+  r.isolation = isolation_level::process;
+  const auto report = cli::result_report(r);
+  CHECK(report.find("value: null\n") != std::string::npos);
+  CHECK(report.find("None") == std::string::npos);
+  r.value = json_text{"[1, null]"};
+  CHECK(cli::result_report(r).find("value: [1, null]\n") != std::string::npos);
+}
+
+TEST_CASE("where nothing ran, the report claims no network either way") {
+  sandbox_result r;
+  r.failure = sandbox_failure{.kind = failure_kind::launch_failed, .message = "no launcher"};
+  const auto nothing_ran = cli::result_report(r);
+  CHECK(nothing_ran.find("isolation: none (nothing ran)") != std::string::npos);
+  CHECK(nothing_ran.find("network denied") == std::string::npos);
+  r.isolation = isolation_level::isolated;
+  r.network_denied = true;
+  CHECK(cli::result_report(r).find("network denied: yes") != std::string::npos);
+}

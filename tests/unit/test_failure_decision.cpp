@@ -206,3 +206,40 @@ TEST_CASE("failure decision: a limit the launcher saw without a signal") {
   CHECK(d.limit_hit == limit_name::file_size_bytes);
   CHECK(d.failure->message == "the file_size_bytes limit ended the interpreter");
 }
+
+TEST_CASE("failure decision: a memory limit too small for the interpreter to start says so") {
+  execution_facts f;
+  f.wall_seconds = 20;
+  f.channel_closed = true;
+  f.exit = signalled("SIGSEGV");
+  f.memory_bytes = 1;
+  SUBCASE("no report at all under 1 byte: the limit, named with what starting needs") {
+    const auto d = decide_failure(f);
+    CHECK(kind_of(d) == failure_kind::limit_exceeded);
+    CHECK(d.limit_hit == limit_name::memory_bytes);
+    CHECK(d.failure->message ==
+          "the memory limit of 1 bytes is below what the interpreter needs to start (about 16 MiB for CPython and "
+          "psych's runtime): it ended before running the program (killed by SIGSEGV)");
+  }
+  SUBCASE("a loader's exit under 8 MiB is the same") {
+    f.memory_bytes = std::uint64_t{8} << 20;
+    f.exit = exited(127);
+    CHECK(decide_failure(f).limit_hit == limit_name::memory_bytes);
+  }
+  SUBCASE("once the child reported its containment, the interpreter had started: a crash is a crash") {
+    f.reported_containment = true;
+    CHECK(kind_of(decide_failure(f)) == failure_kind::crashed);
+  }
+  SUBCASE("a limit with room to start explains nothing") {
+    f.memory_bytes = too_small_to_start_bytes;
+    CHECK(kind_of(decide_failure(f)) == failure_kind::crashed);
+  }
+  SUBCASE("an unknown limit explains nothing") {
+    f.memory_bytes = 0;
+    CHECK(kind_of(decide_failure(f)) == failure_kind::crashed);
+  }
+  SUBCASE("the program's own report still wins") {
+    f.done = program_report{.ok = true};
+    CHECK_FALSE(decide_failure(f).failure);
+  }
+}

@@ -102,6 +102,19 @@ TEST_CASE("decode_json_strict: a member the struct lacks is named, at any depth;
   CHECK(protocol::decode_json<order_query>(R"({"customer":"c","items":[],"custmer":"x"})"));
 }
 
+TEST_CASE("decode_json_strict: a misspelt member is named beside the required one it left missing") {
+  const auto misspelt = protocol::decode_json_strict<line_item>(R"({"skus":"A","quantity":2})");
+  REQUIRE_FALSE(misspelt);
+  CHECK(misspelt.error().kind == error_kind::frame_missing_member);
+  CHECK(misspelt.error().detail ==
+        "sku: required member is missing; given instead: skus (the members are: sku, quantity)");
+  const auto missing = protocol::decode_json_strict<line_item>(R"({"quantity":2})");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().detail == "sku: required member is missing");
+  // decode_json ignores members it does not know, so it does not name them either.
+  CHECK(protocol::decode_json<line_item>(R"({"skus":"A"})").error().detail == "sku: required member is missing");
+}
+
 TEST_CASE("function_tools: a bad entry is refused when the object is made") {
   const auto refused = [](std::vector<function_tool> tools) {
     auto made = function_tools::create(std::move(tools));

@@ -608,13 +608,33 @@ class decoder {
   bool decode_enum(std::uint32_t i, T& out);
 
   template <class T>
-  bool unknown_member(std::string_view key) {
+  static std::string member_names() {
     std::string known;
     hana::for_each(hana::accessors<T>(), [&](auto field) {
       known.append(known.empty() ? "" : ", ").append(member_name(std::remove_cvref_t<decltype(hana::first(field))>{}));
     });
+    return known;
+  }
+
+  template <class T>
+  bool unknown_member(std::string_view key) {
     path_.push_back(excerpt(key));
-    return fail(error_kind::frame_unknown_member, "no such member (the members are: " + known + ")");
+    return fail(error_kind::frame_unknown_member, "no such member (the members are: " + member_names<T>() + ")");
+  }
+
+  /// "; given instead: skus (the members are: sku, quantity)", or "" when object i holds only T's members.
+  template <class T>
+  std::string unknown_members_note(std::uint32_t i) const {
+    std::string unknown;
+    for (std::uint32_t k = tree_.first_child(i); k != no_node; k = tree_.nodes[k].next) {
+      const std::string_view key = tree_.decoded(k);
+      bool known = false;
+      hana::for_each(hana::accessors<T>(), [&](auto field) {
+        known = known || key == member_name(std::remove_cvref_t<decltype(hana::first(field))>{});
+      });
+      if (!known) unknown.append(unknown.empty() ? "" : ", ").append(excerpt(key));
+    }
+    return unknown.empty() ? "" : "; given instead: " + unknown + " (the members are: " + member_names<T>() + ")";
   }
 
   const json_tree& tree_;
@@ -776,7 +796,9 @@ bool decoder::decode_struct(std::uint32_t i, T& out) {
     for (std::string_view name : T::required_members) {
       if (tree_.member(i, name) == no_node) {
         path_.emplace_back(name);
-        return fail(error_kind::frame_missing_member, "required member is missing");
+        // A misspelt member (skus for sku) is why the right one is missing: name both.
+        return fail(error_kind::frame_missing_member,
+                    "required member is missing" + (refuse_unknown_members_ ? unknown_members_note<T>(i) : ""));
       }
     }
   }

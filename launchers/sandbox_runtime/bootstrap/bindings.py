@@ -4,6 +4,7 @@
 # together are in flight together.
 
 CHANNEL = None  # the channel, once main() opened it: calls travel on it between run and done
+OFFERED = ()  # the offered tools' names, for a NameError's hint (done.py): TOOLS is the program's to rebind
 
 
 class ToolError(Exception):
@@ -267,7 +268,7 @@ def make_call_tool(excluded):
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise ToolError("malformed_call", name, "arguments must be a dict")
+            raise ToolError("malformed_call", name, positional_complaint(name, arguments, keywords is None))
         if name in excluded:
             raise ToolError("excluded_builtin", name, excluded[name])
         asyncio = modules.get("asyncio")  # per call, not per program: a loop may start at any time
@@ -283,6 +284,14 @@ def make_call_tool(excluded):
 
     calls.call_tool = perform
     return call_tool, perform
+
+
+def positional_complaint(name, arguments, through_call_tool):
+    """What to write instead of a positional argument: a tool's arguments are named."""
+    given = f"got a positional {type(arguments).__name__}"
+    if through_call_tool:
+        return f"call_tool's arguments are one dict of named values: `await call_tool({name!r}, {{'key': value}})`; {given}"
+    return f"pass the arguments by name (keyword arguments): `await {name}(key=value, ...)`; {given}"
 
 
 def make_builtins(perform):
@@ -320,7 +329,9 @@ def make_alias(perform, name):
 def bind_tools(namespace, bindings, excluded):
     """TOOLS, call_tool, ToolError, and one alias per name that is a usable identifier and not a
     keyword: never a mangled one, so `list-repos` gets none and `list_repos` is the real one."""
+    global OFFERED
     names = sorted({b["name"] for b in bindings if type(b) is dict and type(b.get("name")) is str})
+    OFFERED = tuple(names)
     excluded = {e["name"]: e.get("reason", "") for e in excluded if type(e) is dict and type(e.get("name")) is str}
     call_tool, perform = make_call_tool(excluded)
     namespace.update(TOOLS=tuple(names), call_tool=call_tool, ToolError=ToolError, ToolResultHandle=ToolResultHandle,

@@ -65,9 +65,33 @@ def limit_hint(error):
     return ""
 
 
+def tool_name_hint(error):
+    """For a NameError that names no offered tool but looks like a call of one (close to an
+    offered name, or spelled server__tool): the closest offered tools, and that call_tool reaches
+    the names an alias cannot spell. "" otherwise."""
+    name = getattr(error, "name", None)
+    if type(name) is not str or not OFFERED:
+        return ""
+    import difflib
+    close = difflib.get_close_matches(name, OFFERED, n=3, cutoff=0.6)
+    if not close and "__" not in name:
+        return ""
+    unspellable = [tool for tool in OFFERED if not tool.isidentifier()]
+    hint = f"; no offered tool is named {name!r}"
+    if close:
+        hint += f"; the closest offered: {', '.join(close)}"
+    hint += " (TOOLS lists them all)"
+    example = unspellable[0] if unspellable else (close or OFFERED)[0]
+    return hint + (f". A tool whose name is not an identifier has no alias: `await call_tool({example!r}, {{...}})` "
+                   f"reaches any offered name")
+
+
 def describe_exception(error, filename, source):
     import linecache
     import traceback
+    if isinstance(error, NameError) and len(error.args) == 1 and type(error.args[0]) is str:
+        if hint := observe(lambda: tool_name_hint(error), ""):
+            error.args = (error.args[0] + hint,)
     # Registered only now: a traceback needs the program's lines, a success never does.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     traceback.clear_frames(error.__traceback__)  # frame locals: the rest of a MemoryError's memory

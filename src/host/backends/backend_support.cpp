@@ -25,6 +25,7 @@
 #include "os/host_environment.hpp"
 #include "os/random_hex.hpp"
 #include "platform/utf8_path.hpp"
+#include "psych/utf8.hpp"
 
 #if !defined(PSYCH_LAUNCHER_BESIDE_BIN) && defined(_WIN32)
 #define PSYCH_LAUNCHER_BESIDE_BIN "../libexec/psych/psych-launch-windows.exe"
@@ -143,6 +144,31 @@ sandbox_result refused_result(failure_kind kind, std::string message) {
   return r;
 }
 
+namespace {
+
+/// A program that is not UTF-8, as Python itself fails it: a syntax error at the first ill-formed
+/// byte. The program travels as a JSON string, whose encoder would put U+FFFD in its place and run
+/// something the author never wrote; Python runs no such file either.
+std::optional<sandbox_result> not_utf8(const run_request& request) {
+  const std::string_view source = request.program;
+  const std::size_t at = utf8::first_invalid(source);
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto before = source.substr(0, at);
+  const auto line = static_cast<std::int64_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+  const std::string said =
+      fmt::format("(unicode error) 'utf-8' codec can't decode byte {:#04x} in position {}: {}",
+                  static_cast<unsigned char>(source[at]), at, utf8::ill_formed_reason(source, at));
+  sandbox_result r;
+  r.failure = sandbox_failure{.kind = failure_kind::syntax_error,
+                              .message = fmt::format("SyntaxError: {} ({}, line {})", said, request.filename, line),
+                              .traceback = fmt::format("  File \"{}\", line {}\nSyntaxError: {}\n", request.filename,
+                                                       line, said),
+                              .line = line};
+  return r;
+}
+
+}  // namespace
+
 std::optional<sandbox_result> refusal_every_backend_makes(const run_request& request, std::string_view backend,
                                                    bool grants_network) {
   if (auto valid = validate_limits(request.terms.limits); !valid)
@@ -153,7 +179,7 @@ std::optional<sandbox_result> refusal_every_backend_makes(const run_request& req
   if (request.terms.network == network_access::unrestricted && !grants_network)
     return refused_result(failure_kind::launch_failed,
                                 fmt::format("the {} backend does not grant network access", backend));
-  return std::nullopt;
+  return not_utf8(request);
 }
 
 gateway_setup gateway_setup_of(const run_request& request) {

@@ -30,7 +30,8 @@ sandbox_result refused_result(failure_kind kind, std::string message);
 
 /// What every backend refuses before it starts anything: limits that are not valid, REQUIRED
 /// preservation with no BlobStore, and network access unless the backend `grants_network` (no
-/// backend of this host does; the remote one asks its service's description).
+/// backend of this host does; the remote one asks its service's description). And a program that
+/// is not UTF-8: the syntax_error Python raises for it, naming the first ill-formed byte's offset.
 std::optional<sandbox_result> refusal_every_backend_makes(const run_request& request, std::string_view backend,
                                                    bool grants_network = false);
 

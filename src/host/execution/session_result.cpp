@@ -78,6 +78,8 @@ execution_facts facts_of(const session_state& s) {
   if (s.done) f.done = report_of(*s.done);
   f.channel_closed = s.channel_closed;
   if (s.exit_report) f.exit = exit_of(*s.exit_report);
+  f.reported_containment = s.grade.has_value();
+  f.memory_bytes = s.plan->terms.limits.address_space_bytes.value;
   return f;
 }
 

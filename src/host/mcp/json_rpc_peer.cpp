@@ -44,6 +44,7 @@ struct json_rpc_peer::state {
   std::mutex closing;  ///< one close_output at a time
 
   struct pending_request {
+    std::string method;
     std::optional<mcp_result<std::string>> answer;  ///< the raw `result`, or why there is none
     bool taken = false;                             ///< the writer has begun writing its line
     bool written = false;                           ///< ...and has written it whole
@@ -117,6 +118,7 @@ struct json_rpc_peer::state {
     if (writer_stop) return fail(mcp_error_kind::unusable, fmt::format("the session with {} is closing", who()));
     const std::int64_t id = next_id++;
     pending_request& slot = pending.try_emplace(id).first->second;
+    slot.method = method;
     queue.push_back({protocol::encode_json(json_rpc_wire::request_out{
                          .id = id, .method = std::string(method), .params = json_text{std::move(params_json)}}) +
                          '\n',
@@ -243,6 +245,11 @@ struct json_rpc_peer::state {
                               protocol::detail::excerpt(line, 200)));
     json_rpc_wire::incoming& m = message.value();
     if (m.method) {
+      if (m.id && echoes_our_request(*m.id, *m.method))
+        return fail(mcp_error_kind::protocol_violation,
+                    fmt::format("{} answered our {} request with a request, not a response: it sends back what it "
+                                "reads (an echo such as /bin/cat), so it is not an MCP server",
+                                who(), *m.method));
       if (m.id) answer_request(*m.id, *m.method);
       else if (on.notification) on.notification(*m.method);
       return boost::outcome_v2::success();
@@ -275,6 +282,17 @@ struct json_rpc_peer::state {
     }
     answered.notify_all();
     return boost::outcome_v2::success();
+  }
+
+  /// A request of the other side's with the id and method of one of ours still waiting: our own
+  /// line come back. A server's own requests (ping, sampling) never carry a client's methods.
+  bool echoes_our_request(const json_text& id, const std::string& method) const {
+    std::int64_t ours = 0;
+    const auto [end, ec] = std::from_chars(id.text.data(), id.text.data() + id.text.size(), ours);
+    if (ec != std::errc{} || end != id.text.data() + id.text.size()) return false;
+    std::lock_guard lock{mutex};
+    const auto found = pending.find(ours);
+    return found != pending.end() && found->second.method == method;
   }
 
   /// Queued, never written here: the reader must go on reading whatever the other side does.

@@ -404,8 +404,12 @@ result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& opti
                    [](const auto& a, const auto& b) { return a.info.isolation > b.info.isolation; });
   if (options.backend) {
     const auto pinned = [&](const candidate& found) { return found.info.name == *options.backend; };
-    if (std::none_of(candidates.begin(), candidates.end(), pinned))
-      return fail_with(error_kind::sandbox_setup, fmt::format("no local backend is named {:?}", *options.backend));
+    if (std::none_of(candidates.begin(), candidates.end(), pinned)) {
+      std::vector<std::string> names;
+      for (const auto& found : candidates) names.push_back(found.info.name);
+      return fail_with(error_kind::sandbox_setup, fmt::format("no local backend is named {:?}; the local backends are {}",
+                                                              *options.backend, fmt::join(names, ", ")));
+    }
     std::erase_if(candidates, [&](const candidate& found) { return !pinned(found); });
   } else {
     // Named in a refusal only when pinned: a backend of another platform explains nothing here.
