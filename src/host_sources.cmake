@@ -77,7 +77,9 @@ set(psych_host_windows_sources
 set(psych_remote_sources
   host/http/base64.cpp
   host/http/http_link.cpp
-  host/backends/remote/remote_sandbox.cpp
+  host/backends/remote/remote_backend.cpp
+  host/backends/remote/remote_execution.cpp
+  host/backends/remote/remote_requests.cpp
   host/service/service_tokens.cpp
   host/service/prometheus_text.cpp
   host/service/service_metrics.cpp

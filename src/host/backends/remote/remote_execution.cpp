@@ -1,332 +1,41 @@
-// The remote backend's client (remote_sandbox.hpp, docs/remote-protocol.md). One run() is one
-// event loop on the calling thread, like a local session: the execution's stream, the posts that
-// carry the program's call results back, the clock and cancellation. The calls themselves go
-// through this host's gateway and dispatcher exactly as a local program's do.
-#include "psych/host/remote_sandbox.hpp"
-
-#include <openssl/ssl.h>
+// One execution on the service (remote_execution.hpp).
+#include "backends/remote/remote_execution.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
 #include "backends/backend_support.hpp"
-#include "http/base64.hpp"
-#include "bindings/binding_gateway.hpp"
-#include "bindings/call_dispatcher.hpp"
-#include "http/http_link.hpp"
-#include "psych/host/remote_protocol.hpp"
-#include "os/run_command.hpp"
+#include "backends/remote/remote_backend.hpp"
+#include "backends/remote/remote_requests.hpp"
 #include "execution/finish_result.hpp"
 #include "execution/session.hpp"
+#include "http/base64.hpp"
 
-extern char** environ;
-
-namespace psych {
+namespace psych::host {
 namespace {
 
-using namespace psych::host;
 using clock = std::chrono::steady_clock;
-
 using remote::ndjson_content_type;
-constexpr std::size_t description_limit = 1u << 20;
-
-/// A bearer token must be one header value: printable, no spaces, no line breaks.
-bool usable_token(std::string_view token) {
-  return !token.empty() && token.size() <= 4096 &&
-         std::ranges::all_of(token, [](char c) { return c > 0x20 && c < 0x7f; });
-}
-
-result<std::string> resolve_token(const secret_resolver& resolver) {
-  if (!resolver) return fail_with(error_kind::sandbox_setup, "no token resolver is configured");
-  auto token = resolver();
-  if (!token) return fail_with(error_kind::provider_error, "the token resolver failed: " + token.error().message());
-  if (!usable_token(token.value()))
-    return fail_with(error_kind::provider_error,
-                   "the token resolver returned something that cannot be a bearer token (empty, too long, or "
-                   "with spaces or control characters)");
-  return token;
-}
 
 /// The id in the URL: the Run's execution id when it may stand there as it is, else a fresh one.
 std::string wire_id(const std::string& execution_id) {
   return remote::is_url_safe_id(execution_id) ? execution_id : random_token();
 }
 
+}  // namespace
+
 /// What a refusal of the service's becomes in a result: as a local backend reports the same.
 failure_kind refusal_failure(const std::optional<refusal_reason>& reason) {
   return reason == refusal_reason::isolation_unreachable ? failure_kind::isolation_unavailable
                                                          : failure_kind::launch_failed;
 }
-
-template <class Body>
-void add_common_fields(http::request<Body>& request, const service_endpoint& where, std::string_view token) {
-  request.set(http::field::host, where.authority);
-  request.set(http::field::user_agent, "psych-remote/1");
-  request.set(http::field::authorization, fmt::format("Bearer {}", token));
-}
-
-/// A short exchange (describe, results, cancel): the request, then a whole response of at most
-/// `body_limit` bytes. Errors name the status, never the request's headers.
-struct short_response {
-  unsigned status = 0;
-  std::string content_type;
-  std::string body;
-};
-
-awaitable<result<short_response>> exchange(http_link& link, http::request<http::string_body>& request,
-                                           std::size_t body_limit, clock::duration timeout) {
-  request.prepare_payload();
-  link.tcp().expires_after(timeout);
-  auto [write_ec, written] = co_await link.with(
-      [&](auto& stream) { return http::async_write(stream, request, use_tuple); });
-  if (write_ec) co_return fail_with(error_kind::provider_error, "sending the request: " + write_ec.message());
-  http::response_parser<http::string_body> parser;
-  parser.header_limit(max_header_bytes);
-  parser.body_limit(body_limit);
-  auto [read_ec, read] = co_await link.with(
-      [&](auto& stream) { return http::async_read(stream, link.buffer(), parser, use_tuple); });
-  if (read_ec) co_return fail_with(error_kind::provider_error, "reading the response: " + read_ec.message());
-  if (too_many_fields(parser.get()))
-    co_return fail_with(error_kind::provider_error, "the response has more header fields than allowed");
-  short_response out;
-  out.status = parser.get().result_int();
-  out.content_type = std::string(parser.get()[http::field::content_type]);
-  out.body = std::move(parser.get().body());
-  co_return out;
-}
-
-std::string status_problem(unsigned status, std::string_view what) {
-  if (status == 401 || status == 403) return fmt::format("{}: the service refused the credential ({})", what, status);
-  if (status == 503) return fmt::format("{}: the service is busy or shutting down (503)", what);
-  return fmt::format("{}: the service answered HTTP {}", what, status);
-}
-
-/// Runs one coroutine to completion on a fresh event loop of this thread.
-template <class T>
-T run_here(asio::io_context& io, awaitable<T> work) {
-  std::optional<T> out;
-  asio::co_spawn(
-      io, [&]() -> awaitable<void> { out.emplace(co_await std::move(work)); },
-      [](std::exception_ptr thrown) {
-        if (thrown) std::rethrow_exception(thrown);
-      });
-  io.run();
-  return std::move(*out);
-}
-
-class remote_backend;
-
-/// One execution on the service, start to finish.
-class remote_execution {
- public:
-  remote_execution(remote_backend& backend, const run_request& request, execution_terms terms, std::string token);
-  sandbox_result run(std::stop_token stop);
-
- private:
-  enum class ending { none, provider_error, timeout, cancelled };
-
-  awaitable<void> main();
-  awaitable<void> stream_frames(http_link& link);
-  awaitable<void> post_answers();
-  awaitable<void> post_cancel();
-  using stream_frame = std::variant<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
-                                    remote::output_frame, remote::done_frame, remote::error_frame>;
-  /// One frame of the stream, in its place in the sequence; false when the stream is given up.
-  bool take_frame(stream_frame& frame);
-  void fail(std::string why);
-  void begin_cancel(ending why);
-  result<void> take_output(const remote::output_frame& frame);
-  sandbox_result assemble();
-
-  remote_backend& backend_;
-  const run_request& request_;
-  execution_terms terms_;
-  std::string token_;
-  std::string id_;
-  asio::io_context io_;
-  gateway_setup setup_;  ///< the Run's execution id minted here when the request has none
-  binding_gateway gateway_;
-  call_dispatcher calls_;
-  asio::steady_timer clock_, answers_ready_, cancel_grace_;
-  /// After a results post answered 404: how long the stream has to bring the `done` that explains it.
-  asio::steady_timer gone_grace_;
-  std::deque<protocol::result_frame> answers_;
-  bool answers_closed_ = false;
-  http_link* stream_link_ = nullptr;
-
-  ending ending_ = ending::none;
-  std::string why_;
-  bool accepted_ = false, cancel_requested_ = false, cancel_posted_ = false;
-  bool execution_gone_ = false;  ///< the service answered a results post 404
-  std::optional<remote::execution_outcome> outcome_;
-  std::optional<remote::error_frame> refused_;
-  std::string stdout_, stderr_;
-  std::map<std::uint64_t, std::string> artifact_bytes_;
-  std::uint64_t artifact_total_ = 0;
-  std::vector<std::string> problems_;
-  clock::time_point started_;
-};
-
-class remote_backend final : public sandbox {
- public:
-  remote_backend(remote_sandbox_options options, service_endpoint where, std::unique_ptr<asio::ssl::context> tls)
-      : options_(std::move(options)), where_(std::move(where)), tls_(std::move(tls)) {}
-  ~remote_backend() override {
-    if (session_) SSL_SESSION_free(session_);
-  }
-
-  backend_offer offer() const override { return cached_description().offer(); }
-
-  description describe() override {
-    std::string last;
-    auto backoff = std::chrono::milliseconds(200);
-    for (int attempt = 1; attempt <= std::max(1, options_.describe_attempts); ++attempt) {
-      auto fetched = fetch_description();
-      if (fetched) {
-        std::lock_guard lock(mutex_);
-        cached_ = fetched.value();
-        cached_at_ = clock::now();
-        return fetched.value();
-      }
-      last = fetched.error().message();
-      if (attempt < options_.describe_attempts) {
-        std::this_thread::sleep_for(backoff);
-        backoff *= 2;
-      }
-    }
-    description failed = not_ready(fmt::format("the sandbox service at {} could not be described after {} attempts: {}",
-                                               where_.authority, std::max(1, options_.describe_attempts), last));
-    std::lock_guard lock(mutex_);
-    cached_ = failed;
-    cached_at_ = clock::now();
-    return failed;
-  }
-
-  sandbox_result run(const run_request& request, std::stop_token stop) override {
-    // Network is the service's to grant (refusal_by_backend, below).
-    if (auto refused = refusal_every_backend_makes(request, "remote", true)) return std::move(*refused);
-    // Refuse before running: a service that already says it cannot meet the terms is not sent
-    // the program.
-    const description known = cached_description();
-    if (const auto refused = refusal_by_backend(known.offer(), request.terms))
-      return refused_result(refusal_failure(refused->reason),
-                                  fmt::format("the sandbox service: {}; nothing was sent", refused->message));
-    execution_terms terms = request.terms;
-    narrow(terms.limits, known.limit_ceiling);  // as a local backend: never beyond the ceiling
-    auto token = resolve_token(options_.token);
-    if (!token) return refused_result(failure_kind::provider_error, token.error().message());
-    remote_execution execution(*this, request, terms, std::move(token).value());
-    return execution.run(std::move(stop));
-  }
-
-  const remote_sandbox_options& options() const { return options_; }
-
-  /// Opens a connection, resuming the last TLS session when there is one.
-  awaitable<result<std::unique_ptr<http_link>>> connect() {
-    SSL_SESSION* resume = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (session_ && SSL_SESSION_is_resumable(session_)) resume = SSL_SESSION_dup(session_);
-    }
-    auto link = co_await http_link::open(where_, tls_.get(), millis(options_.connect_timeout_seconds), resume);
-    if (resume) SSL_SESSION_free(resume);
-    co_return link;
-  }
-
-  /// Keeps a connection's session for the next one (TLS 1.3 tickets arrive after the handshake,
-  /// so this is called once a response has been read).
-  void keep_session(const http_link& link) {
-    SSL_SESSION* kept = link.session();
-    if (!kept) return;
-    std::lock_guard lock(mutex_);
-    if (session_) SSL_SESSION_free(session_);
-    session_ = kept;
-  }
-
-  template <class Body>
-  http::request<Body> request_to(http::verb verb, std::string target, std::string_view token) const {
-    http::request<Body> request{verb, target, 11};
-    add_common_fields(request, where_, token);
-    return request;
-  }
-
- private:
-  static description not_ready(std::string why) {
-    description d;
-    d.ready = false;
-    d.backend = "remote";
-    d.problems.push_back(std::move(why));
-    return d;
-  }
-
-  description cached_description() const {
-    {
-      std::lock_guard lock(mutex_);
-      // Only a ready description is kept: a service that was busy or unreachable is asked again.
-      if (cached_ && cached_->ready && clock::now() - cached_at_ < millis(options_.describe_ttl_seconds))
-        return *cached_;
-    }
-    return const_cast<remote_backend*>(this)->describe();
-  }
-
-  result<description> fetch_description() {
-    auto token = resolve_token(options_.token);
-    if (!token) return token.error();
-    asio::io_context io;
-    return run_here(io, fetch_description_with(token.value()));
-  }
-
-  awaitable<result<description>> fetch_description_with(std::string token) {
-    auto link = co_await connect();
-    if (!link) co_return link.error();
-    // Fresh: describe() is the port's probe, not the service's last periodic one.
-    auto request = request_to<http::string_body>(http::verb::get, "/v1/describe?fresh=1", token);
-    request.set(http::field::accept, "application/json");
-    auto response = co_await exchange(*link.value(), request, description_limit,
-                                      millis(options_.connect_timeout_seconds));
-    if (!response) co_return response.error();
-    keep_session(*link.value());
-    link.value()->close();
-    if (response.value().status != 200)
-      co_return fail_with(error_kind::provider_error, status_problem(response.value().status, "describe"));
-    if (!response.value().content_type.starts_with("application/json"))
-      co_return fail_with(error_kind::provider_error,
-                        fmt::format("describe: the service answered with content type {}, not JSON",
-                                    peer_excerpt(response.value().content_type, 60)));
-    auto decoded = protocol::decode_json<description>(response.value().body, {.max_bytes = description_limit});
-    if (!decoded) co_return fail_with(error_kind::provider_error, "describe: " + decoded.error().message());
-    description d = std::move(decoded).value();
-    d.backend = "remote:" + d.backend;
-    d.mechanisms.push_back(fmt::format("remote: executions run on the sandbox service at {} ({})", where_.authority,
-                                       where_.tls ? "TLS, peer verified" : "plaintext HTTP"));
-    co_return d;
-  }
-
-  remote_sandbox_options options_;
-  service_endpoint where_;
-  std::unique_ptr<asio::ssl::context> tls_;
-  mutable std::mutex mutex_;
-  std::optional<description> cached_;
-  clock::time_point cached_at_;
-  SSL_SESSION* session_ = nullptr;
-};
-
-// ---- one execution ----------------------------------------------------------------------------
 
 remote_execution::remote_execution(remote_backend& backend, const run_request& request, execution_terms terms,
                                    std::string token)
@@ -692,43 +401,4 @@ sandbox_result remote_execution::assemble() {
   return r;
 }
 
-}  // namespace
-
-result<std::unique_ptr<sandbox>> remote_sandbox(remote_sandbox_options options) {
-  auto where = parse_service_url(options.url);
-  if (!where) return where.error();
-  if (!where.value().tls && !is_loopback_host(where.value().host) && !options.allow_insecure_http)
-    return fail_with(error_kind::sandbox_setup,
-                   fmt::format("a credential is refused over plaintext http:// to {}, which is not loopback; use "
-                               "https://, or allow_insecure_http when the network in between is trusted",
-                               where.value().authority));
-  if (!options.token) return fail_with(error_kind::sandbox_setup, "remote_sandbox needs a token resolver");
-  std::unique_ptr<asio::ssl::context> tls;
-  if (where.value().tls) {
-    tls = tls_context(asio::ssl::context::tls_client);
-    boost::system::error_code ec;
-    if (options.ca_file) tls->load_verify_file(*options.ca_file, ec);
-    else tls->set_default_verify_paths(ec);
-    if (ec)
-      return fail_with(error_kind::sandbox_setup,
-                     fmt::format("the CA file {}: {}", options.ca_file.value_or("(system)"), ec.message()));
-    SSL_CTX_set_session_cache_mode(tls->native_handle(), SSL_SESS_CACHE_CLIENT);
-  }
-  return std::unique_ptr<sandbox>(
-      std::make_unique<remote_backend>(std::move(options), std::move(where).value(), std::move(tls)));
-}
-
-secret_resolver command_secret(std::string command) {
-  return [command = std::move(command)]() -> result<std::string> {
-    std::vector<std::string> environment;
-    for (char** e = environ; e && *e; ++e) environment.emplace_back(*e);
-    auto ran = host::run_command({"/bin/sh", "-c", command}, environment, std::chrono::seconds(30));
-    if (!ran) return ran.error();
-    if (ran.value().exit_code != 0)
-      return fail_with(error_kind::provider_error,
-                     fmt::format("the token command exited with status {}", ran.value().exit_code));
-    return host::without_trailing_space(std::move(ran.value().stdout_text));
-  };
-}
-
-}  // namespace psych
+}  // namespace psych::host
