@@ -4,7 +4,8 @@
 #   posix     the POSIX backends (uids, /proc, containers, remote) and the cases that need them
 set(psych_conformance_dir ${CMAKE_CURRENT_LIST_DIR})
 set(psych_conformance_portable_sources
-    main.cpp backends_common.cpp test_contract.cpp test_bindings.cpp test_output.cpp test_runtime.cpp test_limits.cpp)
+    main.cpp backends_common.cpp test_contract.cpp test_bindings.cpp test_output.cpp test_runtime.cpp test_limits.cpp
+    test_live_output.cpp)
 set(psych_conformance_posix_sources
     backends_posix.cpp test_lying_launcher.cpp test_limits_posix.cpp test_containment.cpp test_cli.cpp test_hostile.cpp
     test_setup.cpp test_unix_sockets.cpp test_identity.cpp test_neighbours.cpp test_channel.cpp test_container.cpp

@@ -28,6 +28,7 @@ set(psych_host_sources
   host/execution/loopback_probe.cpp
   host/execution/attachments.cpp
   host/execution/finish_result.cpp
+  host/execution/live_output_relay.cpp
   host/mcp/json_rpc_peer.cpp
   host/mcp/mcp_client.cpp
   host/mcp/mcp_binding_source.cpp
@@ -87,6 +88,7 @@ set(psych_remote_sources
   host/service/admission.cpp
   host/service/service_routes.cpp
   host/service/execution_stream.cpp
+  host/service/live_output_frames.cpp
   host/service/sandbox_service.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)

@@ -176,6 +176,10 @@ void add_remote_options(CLI::App& app, remote_choice& remote) {
 
 void add_run_options(CLI::App& app, run_command& run) {
   app.add_flag("--json", run.json, "print the result as one JSON object");
+  auto* stream = app.add_flag("--stream", run.stream,
+               "print the program's output as it runs (the default on a terminal); with --json, as NDJSON "
+               "`output` events before the result's line");
+  app.add_flag("--no-stream", run.no_stream, "print the output only in the report, at the end")->excludes(stream);
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
                 "minimum isolation (default process); the strongest local backend that reaches it runs the program");
   add_backend_options(app, run.backend, run.image, run.container_runtime);

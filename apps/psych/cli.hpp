@@ -27,6 +27,9 @@ struct remote_choice {
 
 struct run_command {
   bool json = false;
+  /// --stream / --no-stream: the output printed as it arrives. Neither: only when standard output
+  /// is a terminal and the report is the readable one.
+  bool stream = false, no_stream = false;
   isolation_level isolation = isolation_level::process;
   code_execution_limits limits;
   std::string program_path;  ///< "-" for standard input

@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "files.hpp"
 #include "interrupt.hpp"
+#include "live_printer.hpp"
 #include "mcp_servers.hpp"
 #include "report.hpp"
 #include "psych/host/container_sandbox.hpp"
@@ -149,15 +150,18 @@ int run(const run_command& given, const remote_opener& open_remote) {
   auto terms = std::get<execution_terms>(decision);
   terms.output = given.output;
   if (given.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
+  const bool streaming = given.stream || (!given.no_stream && !given.json && standard_output_is_terminal());
+  live_printer printer(given.json);
   interrupt_canceller canceller;
   const auto result = sandbox.value()->run(
       {.program = std::move(program).value(), .terms = terms,
        .filename = given.program_path == "-" ? "<stdin>" : given.program_path,
        .bindings = mcp ? mcp->offered_now() : std::vector<binding>{}, .invoker = mcp.get(), .blobs = blobs.get(),
-       .tenant = given.tenant},
+       .tenant = given.tenant, .live_output = streaming ? &printer : nullptr},
       canceller.token());
+  printer.finish();
   if (given.json) fmt::print("{}\n", host::result_to_json(result));
-  else fmt::print("{}", result_report(result));
+  else fmt::print("{}", result_report(result, streaming));
   return result.failure ? failed : completed;
 }
 

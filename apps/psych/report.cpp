@@ -32,12 +32,16 @@ void append_grades(std::string& out, const guarantee_grades& grades) {
 
 }  // namespace
 
-std::string result_report(const sandbox_result& r) {
+std::string result_report(const sandbox_result& r, bool output_shown) {
   std::string out;
   const auto to = std::back_inserter(out);
   if (r.value) fmt::format_to(to, "value: {}\n", safe(r.value->text));
   else if (!r.failure) out.append("value: null\n");  // JSON, as every other value here
   const auto stream = [&](const char* name, const std::string& preview, std::uint64_t size) {
+    if (output_shown) {
+      fmt::format_to(to, "{} ({} bytes{})\n", name, size, size ? ", shown as it ran" : "");
+      return;
+    }
     fmt::format_to(to, "{} ({} bytes){}\n", name, size, size ? ":" : "");
     if (size) append_lines(out, "  | ", preview);
   };

@@ -12,7 +12,8 @@
 
 namespace psych::cli {
 
-std::string result_report(const sandbox_result& result);
+/// `output_shown`: the output was printed as it arrived (--stream), so the report gives its sizes only.
+std::string result_report(const sandbox_result& result, bool output_shown = false);
 std::string refusal_report(const refusal& refused);
 std::string description_report(const description& described, const std::vector<backend_info>& backends);
 

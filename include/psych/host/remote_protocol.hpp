@@ -1,12 +1,12 @@
 #pragma once
-// The remote protocol, version 1 (docs/remote-protocol.md): what remote_sandbox and `psych serve`
+// The remote protocol, versions 1 and 2 (docs/remote-protocol.md): what remote_sandbox and `psych serve`
 // say to each other over HTTP, as plain structs. The contract codec's generic field walk encodes
 // and decodes every one, so the JSON of a frame is exactly its members.
 //
 //   GET  /v1/describe                  -> the service's description (result_json.hpp's names)
 //   POST /v1/executions/{id}           execution_request -> NDJSON: accepted, then call/cancel_call
-//                                      as the program makes them, output chunks, done; or a single
-//                                      error before anything ran
+//                                      as the program makes them, (version 2) live_output while it
+//                                      runs, output chunks, done; or a single error before anything ran
 //   POST /v1/executions/{id}/results   NDJSON of result frames (frames.hpp), the client's answers
 //   POST /v1/executions/{id}/cancel    ends the execution; its stream then carries `done`
 //
@@ -23,6 +23,7 @@
 
 #include <boost/hana/adapt_struct.hpp>
 
+#include "psych/host/live_output.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/open_enum.hpp"
 #include "psych/protocol/frames.hpp"
@@ -30,7 +31,12 @@
 
 namespace psych::remote {
 
+/// What a client asks for in its request's `version`, and the service echoes in `accepted`. Version 2
+/// is version 1 and `live_output` frames: a client asks for it when it has a sink for them. A
+/// service serves both; a version-1 service refuses version 2 with `bad_request` before anything
+/// ran, and the client asks again in version 1 (docs/remote-protocol.md, "Versions").
 inline constexpr std::string_view protocol_version = "psych-remote/1";
+inline constexpr std::string_view protocol_version_live = "psych-remote/2";
 /// The execution's stream and the results' body.
 inline constexpr std::string_view ndjson_content_type = "application/x-ndjson";
 
@@ -72,6 +78,18 @@ struct output_frame {
   static constexpr std::array<std::string_view, 2> required_members{"stream", "data"};
   std::string stream;  ///< "stdout", "stderr" or "artifact"
   std::uint64_t index = 0;
+  std::string data;
+};
+
+/// Version 2: bytes of stdout or stderr while the program runs, base64. `offset` counts every byte
+/// the program wrote to the stream: a gap before it is what the service skipped because the client
+/// was behind (at most live_output_window_bytes wait for it there). Empty data at the stream's end
+/// says its tail was skipped. The result's `output` frames still follow, as in version 1.
+struct live_output_frame {
+  static constexpr std::string_view type = "live_output";
+  static constexpr std::array<std::string_view, 3> required_members{"stream", "offset", "data"};
+  output_stream stream = output_stream::stdout_stream;
+  std::uint64_t offset = 0;
   std::string data;
 };
 
@@ -169,6 +187,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::execution_terms, isolation, limits, network, outp
 BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_request, version, program, filename, terms, bindings, tenant);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::accepted_frame, version, execution_id, backend);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::output_frame, stream, index, data);
+BOOST_HANA_ADAPT_STRUCT(psych::remote::live_output_frame, stream, offset, data);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::artifact_entry, path, size_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_outcome, value, failure, stdout_size, stderr_size, artifacts,
                         artifacts_omitted, artifacts_omitted_by_reason, duration_seconds, limit_hit, cancelled,

@@ -13,6 +13,7 @@
 #include "psych/host/bindings.hpp"
 #include "psych/host/blob_store.hpp"
 #include "psych/host/call_relay.hpp"
+#include "psych/host/live_output.hpp"
 #include "psych/host/run_log.hpp"
 
 namespace psych {
@@ -83,6 +84,9 @@ struct run_request {
   /// None: nothing is preserved (WHEN_AVAILABLE keeps previews; REQUIRED is refused up front).
   blob_store* blobs = nullptr;
   std::string tenant = "default";
+  /// Where the program's stdout and stderr go while it runs, besides the result (live_output.hpp).
+  /// None: they are in the result only.
+  output_sink* live_output = nullptr;
 };
 
 /// The port. A run() never throws for anything the program did: failures,

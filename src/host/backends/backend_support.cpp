@@ -200,6 +200,7 @@ void add_request(session_plan& plan, const run_request& request) {
   plan.filename = request.filename;
   plan.bindings = gateway_setup_of(request);
   plan.relay = request.relay;
+  plan.live_output = request.live_output;
   plan.blobs = request.blobs;
   plan.tenant = request.tenant;
 }

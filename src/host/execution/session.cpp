@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <optional>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "execution/execution_dirs.hpp"
+#include "execution/live_output_relay.hpp"
 #include "execution/session_clock.hpp"
 #include "execution/session_conversation.hpp"
 #include "execution/session_launch.hpp"
@@ -55,6 +57,7 @@ class session {
     asio::co_spawn(state_.io, clock_.watch(), asio::detached);
     std::stop_callback on_stop(stop, [this] { asio::post(state_.io, [this] { clock_.caller_cancelled(); }); });
     state_.io.run();
+    finish_live_output();  // the clock is done: a slow sink holds up only the result
     if (handed_over_) return {.outcome = {.handed_over = true}, .tail = {}};
     return finish_session(state_, conversation_.gateway());
   }
@@ -69,27 +72,41 @@ class session {
   /// The conversation and the output to end of file; then a plan that takes its outcome early
   /// gets it now if the launcher reported the tree gone, with nothing of it left.
   awaitable<void> whole_result() {
-    co_await (conversation_.converse() && drain(state_.stdout_pipe, state_.out) &&
-              drain(state_.stderr_pipe, state_.err));
+    co_await (conversation_.converse() && drain(state_.stdout_pipe, state_.out, output_stream::stdout_stream) &&
+              drain(state_.stderr_pipe, state_.err, output_stream::stderr_stream));
     if (!state_.hand_over || !state_.exit_report || state_.exit_report->survivors != 0) co_return;
+    finish_live_output();  // the tree is gone: nothing is left for the clock to keep
     auto outcome = complete_result(*state_.plan, state_.dirs, finish_session(state_, conversation_.gateway()));
     handed_over_ = true;
     state_.hand_over(std::move(outcome));
   }
 
-  static awaitable<void> drain(pipe_stream& pipe, stream_capture& capture) {
+  awaitable<void> drain(pipe_stream& pipe, stream_capture& capture, output_stream which) {
     std::array<char, 64 * 1024> buffer{};
     for (;;) {
       boost::system::error_code ec;
       const auto n = co_await pipe.async_read_some(asio::buffer(buffer), asio::redirect_error(use_awaitable, ec));
       if (ec) co_return;
-      capture.append(std::string_view(buffer.data(), n));
+      const std::string_view bytes(buffer.data(), n);
+      if (auto* relay = live_output()) relay->push(which, capture.produced(), bytes);
+      capture.append(bytes);
     }
+  }
+
+  /// The plan's sink behind its window, made at the first output: a prepared session's plan is
+  /// its claim's by then.
+  live_output_relay* live_output() {
+    if (!live_ && state_.plan->live_output) live_.emplace(*state_.plan->live_output);
+    return live_ ? &*live_ : nullptr;
+  }
+  void finish_live_output() {
+    if (live_) live_->finish(state_.out.produced(), state_.err.produced());
   }
 
   session_state state_;
   session_clock clock_;
   session_conversation conversation_;
+  std::optional<live_output_relay> live_;
   bool handed_over_ = false;
 };
 

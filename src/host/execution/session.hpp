@@ -49,6 +49,8 @@ struct session_plan {
   std::string tenant = "default";
   /// Where the program's calls go instead of `bindings`' gateway (call_relay.hpp); null: answered here.
   call_relay* relay = nullptr;
+  /// Where the output goes as it is read (live_output.hpp); null: to the result only.
+  output_sink* live_output = nullptr;
   /// Starts the launcher elsewhere (a container); null: a local_launcher of launcher_path.
   launcher_starter* starter = nullptr;
   /// A prepared session (docs/pools.md): launched with `terms` as its ceiling, graded, then it

@@ -16,6 +16,7 @@
 
 #include "http/base64.hpp"
 #include "http/http_link.hpp"
+#include "service/live_output_frames.hpp"
 #include "service/service_routes.hpp"
 
 namespace psych::host {
@@ -79,11 +80,11 @@ std::optional<remote::error_frame> unmet_terms(const description& d, const execu
 }
 
 /// The result as the stream carries it: the bytes in chunks, then `done`.
-void frame_result(sandbox_result& r, std::deque<std::string>& out) {
+void frame_result(sandbox_result& r, std::deque<outbox_line>& out) {
   const auto chunks = [&](std::string_view bytes, std::string_view stream, std::uint64_t index) {
     for (std::size_t at = 0; at < bytes.size(); at += output_chunk)
-      out.push_back(protocol::encode_frame(remote::output_frame{
-          .stream = std::string(stream), .index = index, .data = base64_encode(bytes.substr(at, output_chunk))}));
+      out.push_back({protocol::encode_frame(remote::output_frame{
+          .stream = std::string(stream), .index = index, .data = base64_encode(bytes.substr(at, output_chunk))})});
   };
   chunks(r.stdout_data, "stdout", 0);
   chunks(r.stderr_data, "stderr", 0);
@@ -93,7 +94,7 @@ void frame_result(sandbox_result& r, std::deque<std::string>& out) {
     chunks(r.artifacts[i].data, "artifact", i);
     o.artifacts.push_back({.path = r.artifacts[i].path, .size_bytes = r.artifacts[i].data.size()});
   }
-  out.push_back(protocol::encode_frame(remote::done_frame{std::move(o)}));
+  out.push_back({protocol::encode_frame(remote::done_frame{std::move(o)})});
 }
 
 /// A client that goes away (or writes anything while its stream runs) ends its execution.
@@ -161,9 +162,10 @@ awaitable<void> execution_streams::execute(Stream& stream, const std::string& id
     co_return co_await refuse_http(why::bad_request, 400, "the execution request: " + decoded.error().message());
   auto request = std::move(decoded).value();
   record.tenant = request.tenant.substr(0, 100);
-  if (request.version != remote::protocol_version)
-    co_return co_await refuse_http(why::bad_request, 400,
-                                   fmt::format("this service speaks {}", remote::protocol_version));
+  if (request.version != remote::protocol_version && request.version != remote::protocol_version_live)
+    co_return co_await refuse_http(
+        why::bad_request, 400,
+        fmt::format("this service speaks {} and {}", remote::protocol_version, remote::protocol_version_live));
   if (auto valid = validate_limits(request.terms.limits); !valid)
     co_return co_await refuse_http(why::bad_request, 400, valid.error().message());
   if (admitted_.used(id))
@@ -251,7 +253,7 @@ awaitable<void> execution_streams::stream_execution(Stream& stream, std::shared_
                                                     remote::execution_request request, access_record& record) {
   // (No co_await inside && or ?: here: g++ 12 destroys the temporaries of such operands wrongly.)
   const std::string accepted = protocol::encode_frame(remote::accepted_frame{
-      .version = std::string(remote::protocol_version), .execution_id = exec->id,
+      .version = request.version, .execution_id = exec->id,
       .backend = description_.current().backend});
   bool started = co_await start_stream(stream, record);
   if (started) started = co_await send_line(stream, accepted);
@@ -273,11 +275,20 @@ awaitable<void> execution_streams::stream_execution(Stream& stream, std::shared_
   exec->relay = std::make_unique<service_relay>([this, weak](std::string line) {
     asio::post(io_, [weak, line = std::move(line)]() mutable {
       if (auto e = weak.lock()) {
-        e->outbox.push_back(std::move(line));
+        e->outbox.push_back({std::move(line)});
         e->wake.cancel();
       }
     });
   });
+  if (request.version == remote::protocol_version_live)
+    exec->live = std::make_unique<live_output_frames>([this, weak](std::string line, std::uint64_t bytes) {
+      asio::post(io_, [weak, line = std::move(line), bytes]() mutable {
+        if (auto e = weak.lock()) {
+          e->outbox.push_back({std::move(line), bytes});
+          e->wake.cancel();
+        }
+      });
+    });
   run_request run;
   run.program = std::move(request.program);
   run.filename = std::move(request.filename);
@@ -289,6 +300,7 @@ awaitable<void> execution_streams::stream_execution(Stream& stream, std::shared_
                             .description = std::move(offered.description),
                             .deferred = offered.deferred});
   run.relay = exec->relay.get();
+  run.live_output = exec->live.get();
   run.tenant = request.tenant;
   exec->worker = std::thread([this, exec, run = std::move(run)] {
     auto result = backend_.run(run, exec->stop.get_token());
@@ -302,15 +314,21 @@ awaitable<void> execution_streams::stream_execution(Stream& stream, std::shared_
   bool writing = true, framed = false;
   for (;;) {
     while (writing && !exec->outbox.empty()) {
-      const std::string line = std::move(exec->outbox.front());
+      const outbox_line line = std::move(exec->outbox.front());
       exec->outbox.pop_front();
-      if (!co_await send_line(stream, line)) {
+      const bool written = co_await send_line(stream, line.text);
+      if (exec->live) exec->live->sent(line.live_bytes);
+      if (!written) {
         writing = false;
         exec->client_gone = true;
         exec->stop.request_stop();
       }
     }
-    if (!writing) exec->outbox.clear();
+    if (!writing) {
+      for (const auto& dropped : exec->outbox)
+        if (exec->live) exec->live->sent(dropped.live_bytes);
+      exec->outbox.clear();
+    }
     if (exec->result && !framed) {
       exec->worker.join();
       exec->slot_released = true;

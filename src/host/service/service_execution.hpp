@@ -20,6 +20,7 @@
 
 #include "psych/host/call_relay.hpp"
 #include "psych/host/sandbox.hpp"
+#include "service/live_output_frames.hpp"
 
 namespace psych::host {
 
@@ -45,6 +46,13 @@ class service_relay final : public call_relay {
   bool ended_ = false;
 };
 
+/// An NDJSON line for the client; `live_bytes`: the program output a live_output frame carries,
+/// which counts against its window until the line is written or dropped.
+struct outbox_line {
+  std::string text;
+  std::uint64_t live_bytes = 0;
+};
+
 struct service_execution {
   explicit service_execution(boost::asio::io_context& io) : wake(io) {}
   std::string id, client, tenant;
@@ -56,7 +64,8 @@ struct service_execution {
   bool slot_released = false;
   std::stop_source stop;
   std::unique_ptr<service_relay> relay;
-  std::deque<std::string> outbox;  ///< NDJSON lines for the client, in order
+  std::deque<outbox_line> outbox;  ///< NDJSON lines for the client, in order
+  std::unique_ptr<live_output_frames> live;  ///< a version-2 client's live output; none in version 1
   /// Cancelled to wake whoever waits on the execution: a slot granted, a line in the outbox, the
   /// result, a cancel.
   boost::asio::steady_timer wake;

@@ -45,7 +45,10 @@ remote_execution::remote_execution(remote_backend& backend, const run_request& r
         answers_.push_back(answer);
         answers_ready_.cancel();
       }),
-      clock_(io_), answers_ready_(io_), cancel_grace_(io_), gone_grace_(io_) {}
+      clock_(io_), answers_ready_(io_), cancel_grace_(io_), gone_grace_(io_) {
+  if (request.live_output) live_.emplace(*request.live_output);
+  live_frames_ = live_.has_value();
+}
 
 sandbox_result remote_execution::run(std::stop_token stop) {
   started_ = clock::now();
@@ -56,11 +59,25 @@ sandbox_result remote_execution::run(std::stop_token stop) {
   asio::co_spawn(io_, main(), asio::detached);
   std::stop_callback on_stop(stop, [this] { asio::post(io_, [this] { begin_cancel(ending::cancelled); }); });
   io_.run();
+  finish_live_output();
   return assemble();
 }
 
 clock::time_point remote_execution::within_deadline(double seconds) const {
   return std::min(clock::now() + clock::duration(millis(seconds)), deadline_);
+}
+
+void remote_execution::finish_live_output() {
+  if (!live_) return;
+  std::array<std::uint64_t, 2> sizes = live_end_;
+  if (outcome_ && ending_ != ending::provider_error) sizes = {outcome_->stdout_size, outcome_->stderr_size};
+  if (!live_frames_) {
+    // A version-1 service: the sink gets what the result captured, at the end.
+    live_->push(output_stream::stdout_stream, 0, stdout_);
+    live_->push(output_stream::stderr_stream, 0, stderr_);
+  }
+  live_->finish(std::max<std::uint64_t>(sizes[0], live_frames_ ? 0 : stdout_.size()),
+                std::max<std::uint64_t>(sizes[1], live_frames_ ? 0 : stderr_.size()));
 }
 
 void remote_execution::fail(std::string why) {
@@ -93,10 +110,14 @@ awaitable<void> remote_execution::main() {
   });
   asio::co_spawn(io_, post_answers(), asio::detached);
 
-  auto link = co_await backend_.connect(until(deadline_));
-  if (!link) {
-    fail(link.error().message());
-  } else {
+  // Twice at most: a service that speaks only version 1 refuses version 2 before anything ran.
+  for (bool again = true; again;) {
+    again = false;
+    auto link = co_await backend_.connect(until(deadline_));
+    if (!link) {
+      fail(link.error().message());
+      break;
+    }
     // Cancelled (or out of time) before the program was sent: it is not sent at all.
     if (ending_ == ending::none) {
       stream_link_ = link.value().get();
@@ -108,6 +129,12 @@ awaitable<void> remote_execution::main() {
     }
     stream_link_ = nullptr;
     link.value()->close();
+    if (version_refused_) {
+      version_refused_ = false;
+      live_frames_ = false;
+      id_ = random_token();  // an id is never sent twice, even one refused before anything ran
+      again = true;
+    }
   }
   clock_.cancel();
   cancel_grace_.cancel();
@@ -120,7 +147,8 @@ awaitable<void> remote_execution::main() {
 
 awaitable<void> remote_execution::stream_frames(http_link& link) {
   const auto& options = backend_.options();
-  remote::execution_request body{.version = std::string(remote::protocol_version),
+  remote::execution_request body{.version = std::string(live_frames_ ? remote::protocol_version_live
+                                                                     : remote::protocol_version),
                                  .program = request_.program,
                                  .filename = request_.filename,
                                  .terms = terms_,
@@ -145,9 +173,12 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
   parser.header_limit(max_header_bytes);
   // The body's own bounds are the line reader's; Beast's is set past them.
   const std::uint64_t captured = 2 * terms_.output.max_bytes + terms_.artifacts.max_total_bytes;
+  // Live output (version 2) is as long as the program's output, which only its wall clock bounds;
+  // what it costs here is the relay's window, not the stream's length.
+  const std::uint64_t live = live_frames_ ? std::uint64_t{1} << 40 : 0;
   const protocol::stream_bounds bounds{.max_frame_bytes = 24u << 20,
-                                       .max_stream_bytes = (1ull << 30) + captured / 3 * 4 + (16u << 20),
-                                       .max_frames = 1'000'000 + captured / (32 * 1024),
+                                       .max_stream_bytes = (1ull << 30) + captured / 3 * 4 + (16u << 20) + live,
+                                       .max_frames = 1'000'000 + captured / (32 * 1024) + live / 4096,
                                        .max_empty_lines = 1'000};
   parser.body_limit(bounds.max_stream_bytes + 1024);
   auto [header_ec, header_read] =
@@ -161,7 +192,12 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     fail("the response has more header fields than allowed");
     co_return;
   }
-  if (const auto status = parser.get().result_int(); status != 200) {
+  if (const auto status = parser.get().result_int(); status == 400 && live_frames_) {
+    // Perhaps a service of version 1 only (it refuses the version before anything else, and before
+    // anything ran): main() asks again in version 1, whose refusal, if any, is then the answer.
+    version_refused_ = true;
+    co_return;
+  } else if (status != 200) {
     // psych serve answers 503 (busy, shutting down) before an execution starts, and a proxy's 503
     // (no replica up, its queue timed out) means the request reached none: either way the program
     // did not run, which the caller needs to know to decide on sending it again.
@@ -179,7 +215,8 @@ awaitable<void> remote_execution::stream_frames(http_link& link) {
     ndjson_body_reader<std::remove_reference_t<decltype(stream)>, false> frames(stream, link.buffer(), parser, bounds);
     for (;;) {
       auto frame = co_await frames.template next<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
-                                                 remote::output_frame, remote::done_frame, remote::error_frame>();
+                                                 remote::output_frame, remote::done_frame, remote::error_frame,
+                                                 remote::live_output_frame>();
       // A failure after the last frame changes nothing that arrived; one at the deadline is the
       // deadline's closing the stream.
       if (!frame && clock::now() >= deadline_) begin_cancel(ending::timeout);
@@ -217,8 +254,9 @@ bool remote_execution::take_frame(stream_frame& f) {
       fail("the service's stream is for another execution");
       return false;
     }
-    if (accepted->version != remote::protocol_version) {
-      fail(fmt::format("the service speaks {}, not {}", peer_excerpt(accepted->version, 40), remote::protocol_version));
+    const auto asked = live_frames_ ? remote::protocol_version_live : remote::protocol_version;
+    if (accepted->version != asked) {
+      fail(fmt::format("the service speaks {}, not {}", peer_excerpt(accepted->version, 40), asked));
       return false;
     }
     return true;
@@ -229,6 +267,11 @@ bool remote_execution::take_frame(stream_frame& f) {
     calls_.give_up(cancel->id);
   } else if (const auto* output = std::get_if<remote::output_frame>(&f)) {
     if (auto taken = take_output(*output); !taken) {
+      fail(taken.error().message());
+      return false;
+    }
+  } else if (const auto* live = std::get_if<remote::live_output_frame>(&f)) {
+    if (auto taken = take_live_output(*live); !taken) {
       fail(taken.error().message());
       return false;
     }
@@ -269,6 +312,21 @@ result<void> remote_execution::take_output(const remote::output_frame& frame) {
     return success();
   }
   return fail_with(error_kind::provider_error, "an output frame names no stream this protocol has");
+}
+
+result<void> remote_execution::take_live_output(const remote::live_output_frame& frame) {
+  if (!live_frames_)
+    return fail_with(error_kind::provider_error, "the service sent live_output in a version-1 stream");
+  auto bytes = base64_decode(frame.data);
+  if (!bytes) return fail_with(error_kind::provider_error, "a live_output frame's data is not base64");
+  auto& end = live_end_[static_cast<std::size_t>(frame.stream)];
+  // Offsets only grow: a service may skip bytes (the client was behind), never repeat or reorder them.
+  if (frame.offset < end || frame.offset > (std::uint64_t{1} << 62))
+    return fail_with(error_kind::provider_error,
+                     fmt::format("a live_output frame's offset {} goes back (its stream is at {})", frame.offset, end));
+  end = frame.offset + bytes->size();
+  live_->push(frame.stream, frame.offset, *bytes);
+  return success();
 }
 
 /// The program's call results, posted in batches as they are ready, on a connection of their own.

@@ -3,6 +3,7 @@
 // loop on the calling thread, like a local session: the execution's stream, the posts that carry
 // the program's call results back, the clock and cancellation. The calls themselves go through
 // this host's gateway and dispatcher exactly as a local program's do.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -18,6 +19,7 @@
 
 #include "bindings/binding_gateway.hpp"
 #include "bindings/call_dispatcher.hpp"
+#include "execution/live_output_relay.hpp"
 #include "http/http_link.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "psych/host/sandbox.hpp"
@@ -43,7 +45,8 @@ class remote_execution {
   awaitable<void> post_answers();
   awaitable<void> post_cancel();
   using stream_frame = std::variant<remote::accepted_frame, protocol::call_frame, protocol::cancel_call_frame,
-                                    remote::output_frame, remote::done_frame, remote::error_frame>;
+                                    remote::output_frame, remote::done_frame, remote::error_frame,
+                                    remote::live_output_frame>;
   /// One frame of the stream, in its place in the sequence; false when the stream is given up.
   bool take_frame(stream_frame& frame);
   /// `seconds` from now, or the deadline if that comes first.
@@ -51,6 +54,10 @@ class remote_execution {
   void fail(std::string why);
   void begin_cancel(ending why);
   result<void> take_output(const remote::output_frame& frame);
+  result<void> take_live_output(const remote::live_output_frame& frame);
+  /// The caller's sink gets its last chunks: in version 1 (a service that does not stream) the
+  /// captured output, now; in either, what it missed of the streams' tails.
+  void finish_live_output();
   sandbox_result assemble();
 
   remote_backend& backend_;
@@ -68,6 +75,11 @@ class remote_execution {
   std::deque<protocol::result_frame> answers_;
   bool answers_closed_ = false;
   http_link* stream_link_ = nullptr;
+  /// The caller's sink behind its window; version 2 is asked for when there is one.
+  std::optional<live_output_relay> live_;
+  bool live_frames_ = false;     ///< this stream is version 2
+  bool version_refused_ = false;  ///< the service refused version 2 before anything ran: ask in 1
+  std::array<std::uint64_t, 2> live_end_{};  ///< per stream, where the last live_output frame ended
 
   ending ending_ = ending::none;
   std::string why_;
