@@ -463,3 +463,36 @@ TEST_CASE("psych run: the inputs a new user got wrong are refused or explained")
     CHECK(bad.output.find(misspelt.path() + ": mcpServers.a.argz: no such member") != std::string::npos);
   }
 }
+
+TEST_CASE("psych run --stream: the output as it runs, escaped; with --json, NDJSON events then the result") {
+  program_file p("import time\nprint('first', flush=True)\ntime.sleep(0.3)\nprint('second')\nreturn 3\n");
+  const std::string base = psych_cli + " run --backend linux-process" + same_uid_if_unprivileged();
+  const auto events = shell(base + " --json --stream " + p.path());
+  CHECK(events.status == 0);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, newline; (newline = events.output.find('\n', at)) != std::string::npos; at = newline + 1)
+    lines.push_back(events.output.substr(at, newline - at));
+  REQUIRE_MESSAGE(lines.size() >= 2, events.output);
+  std::string streamed;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    const auto event = json_of(lines[i]);
+    CHECK(string_at(event, "event") == "output");
+    CHECK(string_at(event, "stream") == "stdout");
+    CHECK(event["offset"].GetUint64() == streamed.size());
+    CHECK(event["skipped"].GetUint64() == 0);
+    streamed += string_at(event, "data");
+  }
+  CHECK(streamed == "first\nsecond\n");
+  const auto result = json_of(lines.back());  // the last line is the result, as without --stream
+  CHECK(string_at(result, "stdout") == "first\nsecond\n");
+
+  program_file hostile(hostile_python);
+  const auto shown = shell(base + " --stream " + hostile.path());
+  CHECK(shown.status == 0);
+  CHECK_MESSAGE(terminal_control_in(shown.output).empty(), shown.output);
+  CHECK(count_of(shown.output, hostile_shown) == 2);  // streamed once per stream, not again in the report
+  CHECK(shown.output.find("shown as it ran") != std::string::npos);
+
+  const auto both = shell(base + " --stream --no-stream " + p.path());
+  CHECK(both.status == 2);
+}

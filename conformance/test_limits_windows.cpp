@@ -11,12 +11,12 @@ using conformance::for_each_backend;
 
 namespace {
 
-bool windows(const conformance::backend_under_test& backend) { return conformance::on_windows(backend); }
+bool windows_backend(const conformance::backend_under_test& backend) { return conformance::on_windows(backend); }
 
 }  // namespace
 
 TEST_CASE("a spawn bomb ends at process_count, and every process it made is gone") {
-  for_each_backend(windows, [](sandbox& sb, const auto&) {
+  for_each_backend(windows_backend, [](sandbox& sb, const auto&) {
     const auto r = conformance::run(sb, R"PY(
 import subprocess, sys
 children = []
@@ -34,7 +34,7 @@ while True:
 }
 
 TEST_CASE("a grandchild that detaches, leaves the process group and asks to break away does not survive") {
-  for_each_backend(windows, [](sandbox& sb, const auto&) {
+  for_each_backend(windows_backend, [](sandbox& sb, const auto&) {
     const auto r = conformance::run(sb, R"PY(
 import subprocess, sys
 sleeper = [sys.executable, "-I", "-S", "-c", "import time; time.sleep(60)"]

@@ -8,8 +8,13 @@
 #include "backends.hpp"
 #include "psych/host/live_output.hpp"
 
-using namespace psych;
+// No `using namespace psych`: in the Windows project's unity sources it would make psych::windows
+// collide with test_limits_windows.cpp's own `windows`.
 using conformance::for_each_backend;
+using psych::output_chunk;
+using psych::output_sink;
+using psych::output_stream;
+using psych::sandbox;
 
 namespace {
 
