@@ -10,6 +10,7 @@ set(psych_host_sources
   host/os/sha256.cpp
   host/store/file_run_log.cpp
   host/store/file_blob_store.cpp
+  host/store/memory_run_log.cpp
   host/bindings/binding_gateway.cpp
   host/bindings/call_dispatcher.cpp
   host/bindings/blocking_invoker.cpp
@@ -32,6 +33,9 @@ set(psych_host_sources
   host/mcp/json_rpc_peer.cpp
   host/mcp/mcp_client.cpp
   host/mcp/mcp_binding_source.cpp
+  host/mcp_server/offered_tools.cpp
+  host/mcp_server/mcp_server_session.cpp
+  host/mcp_server/mcp_stdio.cpp
   host/backends/backend_support.cpp
   host/backends/local/local_sandbox.cpp
   host/backends/local/interpreter.cpp

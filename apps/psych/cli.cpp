@@ -174,6 +174,32 @@ void add_remote_options(CLI::App& app, remote_choice& remote) {
                 "(default 10 and 30)");
 }
 
+void add_limit_options(CLI::App& app, code_execution_limits& limits, output_policy& output) {
+  add_converted(app, "--wall-seconds", "S", seconds_into(limits.wall_seconds), "wall-clock limit");
+  add_converted(app, "--cpu-seconds", "S", seconds_into(limits.cpu_seconds), "CPU time limit");
+  add_converted(app, "--memory-bytes", "N", bytes_into(limits.memory_bytes),
+                "memory (address space) limit: 300M, 300MiB (binary), 300MB (decimal), 1.5G, or bytes");
+  add_converted(app, "--file-size-bytes", "N", bytes_into(limits.file_size_bytes),
+                "largest file the program may write; units as for --memory-bytes");
+  add_converted(app, "--process-count", "N", count_into(limits.process_count),
+                "processes and threads, the interpreter included");
+  add_converted(app, "--preview-bytes", "N", bytes_into(output.preview_bytes),
+                "per stream, what the result's previews show (default 4000)");
+  add_converted(app, "--max-output-bytes", "N", bytes_into(output.max_bytes),
+                "per stream, what is captured at all (default 8M); the rest is counted");
+}
+
+void add_upstream_options(CLI::App& app, std::vector<std::pair<std::string, std::vector<std::string>>>& servers,
+                          std::string& config_path) {
+  add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(servers),
+                "start an MCP server over stdio (COMMAND split at spaces; use --mcp-config for an argument "
+                "with a space); the program calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable");
+  app.add_option("--mcp-config", config_path,
+                 "MCP servers from a JSON file in the MCP clients' format: {\"mcpServers\": {NAME: {\"command\": "
+                 "..., \"args\": [...], \"env\": {...}}}}")
+      ->type_name("FILE");
+}
+
 void add_run_options(CLI::App& app, run_command& run) {
   app.add_flag("--json", run.json, "print the result as one JSON object");
   auto* stream = app.add_flag("--stream", run.stream,
@@ -183,18 +209,7 @@ void add_run_options(CLI::App& app, run_command& run) {
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
                 "minimum isolation (default process); the strongest local backend that reaches it runs the program");
   add_backend_options(app, run.backend, run.image, run.container_runtime);
-  add_converted(app, "--wall-seconds", "S", seconds_into(run.limits.wall_seconds), "wall-clock limit");
-  add_converted(app, "--cpu-seconds", "S", seconds_into(run.limits.cpu_seconds), "CPU time limit");
-  add_converted(app, "--memory-bytes", "N", bytes_into(run.limits.memory_bytes),
-                "memory (address space) limit: 300M, 300MiB (binary), 300MB (decimal), 1.5G, or bytes");
-  add_converted(app, "--file-size-bytes", "N", bytes_into(run.limits.file_size_bytes),
-                "largest file the program may write; units as for --memory-bytes");
-  add_converted(app, "--process-count", "N", count_into(run.limits.process_count),
-                "processes and threads, the interpreter included");
-  add_converted(app, "--preview-bytes", "N", bytes_into(run.output.preview_bytes),
-                "per stream, what the result's previews show (default 4000)");
-  add_converted(app, "--max-output-bytes", "N", bytes_into(run.output.max_bytes),
-                "per stream, what is captured at all (default 8M); the rest is counted");
+  add_limit_options(app, run.limits, run.output);
   app.add_option("--blob-dir", run.blob_dir,
                  "preserve outputs and artifacts in a BlobStore at DIR (handles in the result)")
       ->type_name("DIR");
@@ -202,13 +217,7 @@ void add_run_options(CLI::App& app, run_command& run) {
   add_converted(app, "--preserve", spellings_of<output_preservation>("|"), enum_into(run.output.preserve),
                 "when_available (default), or required: fail when nothing can preserve");
   app.add_flag("--collect-artifacts", run.collect_artifacts, "return the files the program leaves in its workspace");
-  add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(run.mcp_servers),
-                "start an MCP server over stdio (COMMAND split at spaces; use --mcp-config for an argument "
-                "with a space); the program calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable");
-  app.add_option("--mcp-config", run.mcp_config_path,
-                 "MCP servers from a JSON file in the MCP clients' format: {\"mcpServers\": {NAME: {\"command\": "
-                 "..., \"args\": [...], \"env\": {...}}}}")
-      ->type_name("FILE");
+  add_upstream_options(app, run.mcp_servers, run.mcp_config_path);
   add_deployment_options(app, run.allow_same_uid, run.config_path);
   add_remote_options(app, run.remote);
   app.add_option("PROGRAM", run.program_path, "the Python file to run, or - for standard input")
@@ -248,6 +257,44 @@ void add_serve_options(CLI::App& app, serve_command& serve) {
   add_deployment_options(app, serve.allow_same_uid, serve.config_path);
 }
 
+void add_mcp_options(CLI::App& app, mcp_command& mcp) {
+  add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(mcp.isolation),
+                "minimum isolation of every program (default process)");
+  add_backend_options(app, mcp.backend, mcp.image, mcp.container_runtime);
+  add_limit_options(app, mcp.limits, mcp.output);
+  add_upstream_options(app, mcp.mcp_servers, mcp.mcp_config_path);
+  add_converted(app, "--connect-seconds", "S", seconds_into(mcp.connect_seconds),
+                "how long each --mcp server's start-up may take (default 30)");
+  app.add_option("--blob-dir", mcp.blob_dir,
+                 "preserve large outputs in a BlobStore at DIR (default: a private temporary directory, removed "
+                 "at exit); read_tool_output reads them")
+      ->type_name("DIR");
+  app.add_option("--run-log-dir", mcp.run_log_dir,
+                 "keep each session's run log as DIR/SESSION.runlog (default: in memory, for the session's life)")
+      ->type_name("DIR");
+  app.add_option("--tenant", mcp.tenant, "whose blobs they are (default: default)")->type_name("NAME");
+  add_converted(app, "--max-concurrent", "N", count_into(mcp.max_concurrent),
+                "run_code calls running at once in one session (default 4); one more is refused, never queued");
+  app.add_option("--pool", mcp.pool, "sandboxes kept prepared for the next call (default 2; 0: none)")
+      ->type_name("N");
+  add_converted(app, "--max-calls", "N", count_into(mcp.max_calls), "tool calls one program may make (default 200)");
+  add_converted(app, "--max-session-calls", "N", count_into(mcp.max_session_calls),
+                "tool calls all the programs of one session may make together (default 1000)");
+  app.add_option("--listen", mcp.listen,
+                 "serve Streamable HTTP at HOST:PORT (path /mcp) instead of stdio; needs --token-file")
+      ->type_name("HOST:PORT");
+  app.add_option("--tls-cert", mcp.tls_cert, "with --listen: certificate chain, PEM")->type_name("FILE");
+  app.add_option("--tls-key", mcp.tls_key, "with --listen: private key, PEM")->type_name("FILE");
+  app.add_option("--token-file", mcp.token_file,
+                 "with --listen: accepted bearer tokens, one per line (\"NAME TOKEN\" or \"TOKEN\"); re-read on SIGHUP")
+      ->type_name("FILE");
+  app.add_flag("--allow-insecure-http", mcp.allow_insecure_http,
+               "with --listen and no --tls-cert: serve plaintext on an address that is not loopback");
+  add_converted(app, "--max-sessions", "N", count_into(mcp.max_sessions),
+                "with --listen: MCP sessions open at once (default 64); one more is refused");
+  add_deployment_options(app, mcp.allow_same_uid, mcp.config_path);
+}
+
 // CLI11 shows a command's description both in the list of commands and atop its own help, so the
 // description is one line and the longer prose goes in the footer.
 std::string run_footer() {
@@ -265,6 +312,11 @@ constexpr const char* serve_footer =
     "One JSON access-log line per request on standard error, with no token and no program text.\n"
     "GET /metrics (no credential) serves the replica's counts in the Prometheus text format.\n"
     "exit status: 0 stopped cleanly; 2 usage or configuration error.";
+constexpr const char* mcp_footer =
+    "Put it in an MCP client's configuration: {\"mcpServers\": {\"psych\": {\"command\": \"psych\", \"args\": [\"mcp\",\n"
+    "\"--mcp-config\", \"servers.json\"]}}}. The client's model gets run_code (and read_tool_output): one program\n"
+    "per call, calling the --mcp servers' tools. One MCP session is one Run: its programs share the session's budget.\n"
+    "exit status: 0 the client closed the session; 2 usage or configuration error.";
 constexpr const char* describe_footer =
     "Lists the local backends (available or not, and why), then runs the fixed containment probe of the chosen\n"
     "one and prints each guarantee's grade, the mechanisms applied and any problem.\n"
@@ -276,6 +328,7 @@ result<command> parse(std::span<const std::string_view> args) {
   run_command run;
   describe_command describe;
   serve_command serve;
+  mcp_command mcp;
   CLI::App app("Runs a model-written Python program in the local sandbox and reports its result as data.",
                "psych");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -292,6 +345,9 @@ result<command> parse(std::span<const std::string_view> args) {
   auto* serve_app = app.add_subcommand("serve", "serve executions to remote clients over HTTPS on one local backend");
   serve_app->footer(serve_footer);
   add_serve_options(*serve_app, serve);
+  auto* mcp_app = app.add_subcommand("mcp", "serve run_code to an MCP client (stdio, or Streamable HTTP with --listen)");
+  mcp_app->footer(mcp_footer);
+  add_mcp_options(*mcp_app, mcp);
   app.add_subcommand("help", "this text");
 
   // CLI11 takes the arguments last first.
@@ -321,11 +377,21 @@ result<command> parse(std::span<const std::string_view> args) {
   if (run_app->parsed()) return command{std::move(run)};
   if (describe_app->parsed()) return command{describe};
   if (serve_app->parsed()) return command{serve};
+  if (mcp_app->parsed()) {
+    if (mcp.listen.empty() && (!mcp.tls_cert.empty() || !mcp.tls_key.empty() || !mcp.token_file.empty() ||
+                               mcp.allow_insecure_http))
+      return fail_with(error_kind::invalid_argument,
+                       "--tls-cert, --tls-key, --token-file and --allow-insecure-http need --listen");
+    if (!mcp.listen.empty() && mcp.token_file.empty())
+      return fail_with(error_kind::invalid_argument, "--listen needs --token-file (every HTTP request is authenticated)");
+    return command{std::move(mcp)};
+  }
   return command{help_command{app.get_formatter()->make_help(&app, "psych", CLI::AppFormatMode::Normal)}};
 }
 
 bool needs_remote(const command& parsed) {
   if (std::holds_alternative<serve_command>(parsed)) return true;
+  if (const auto* as_mcp = std::get_if<mcp_command>(&parsed)) return !as_mcp->listen.empty();
   if (const auto* as_run = std::get_if<run_command>(&parsed)) return !as_run->remote.url.empty();
   if (const auto* as_describe = std::get_if<describe_command>(&parsed)) return !as_describe->remote.url.empty();
   return false;

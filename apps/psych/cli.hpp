@@ -76,11 +76,37 @@ struct serve_command {
   std::string container_runtime;
 };
 
+/// `psych mcp`: psych as an MCP server whose one tool, run_code, runs programs that call the
+/// upstream servers' tools (docs/mcp-server.md). Over stdio, or Streamable HTTP with --listen.
+struct mcp_command {
+  isolation_level isolation = isolation_level::process;
+  code_execution_limits limits;
+  output_policy output;
+  bool allow_same_uid = false;
+  std::string config_path;
+  std::string backend, image, container_runtime;
+  std::string blob_dir;     ///< empty: a private temporary directory, removed when psych mcp ends
+  std::string run_log_dir;  ///< empty: each session's run log is in memory
+  std::string tenant = "default";
+  std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;  ///< --mcp, as psych run's
+  std::string mcp_config_path;
+  std::optional<double> connect_seconds;  ///< each upstream server's start-up (default 30 s)
+  std::uint64_t max_concurrent = 4;       ///< run_code calls at once per session
+  std::uint64_t pool = 2;                 ///< prepared sandboxes kept warm (local backends)
+  std::optional<std::uint64_t> max_calls, max_session_calls;
+  // Streamable HTTP (--listen), handed to psych-remote as psych serve is.
+  std::string listen;  ///< empty: stdio
+  std::string tls_cert, tls_key;
+  std::string token_file;
+  bool allow_insecure_http = false;
+  std::uint64_t max_sessions = 64;
+};
+
 struct help_command {
   std::string text;
 };
 
-using command = std::variant<run_command, describe_command, serve_command, help_command>;
+using command = std::variant<run_command, describe_command, serve_command, mcp_command, help_command>;
 
 /// args excludes argv[0]; `--opt value` and `--opt=value` are the same. A value
 /// given twice keeps the last; --mcp is the one option that is repeated. Errors
@@ -88,8 +114,8 @@ using command = std::variant<run_command, describe_command, serve_command, help_
 /// invalid_argument (anything else), each naming the option and what it got.
 result<command> parse(std::span<const std::string_view> args);
 
-/// serve, and run or describe with --remote: the commands that need TLS and HTTP, which psych
-/// hands to psych-remote (remote_commands.hpp).
+/// serve, mcp with --listen, and run or describe with --remote: the commands that need TLS and
+/// HTTP, which psych hands to psych-remote (remote_commands.hpp).
 bool needs_remote(const command& parsed);
 
 }  // namespace psych::cli

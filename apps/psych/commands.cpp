@@ -41,10 +41,6 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
   return options;
 }
 
-/// Positive seconds from the command line as at least 1 ms and at most a day, which no start-up needs.
-std::chrono::milliseconds whole_milliseconds(double seconds) {
-  return std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(seconds, 86400.0) * 1000)));
-}
 
 bool is_container(const std::optional<std::string>& backend) { return backend && *backend == "container"; }
 
@@ -64,6 +60,12 @@ bool any_remote_option(const remote_choice& remote) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> start_budget(std::optional<double> seconds) {
+  if (!seconds) return std::nullopt;
+  // At least 1 ms and at most a day, which no start-up needs.
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(*seconds, 86400.0) * 1000)));
+}
 
 int fail_usage(const error& e) {
   // The message can quote a path, a config file or an MCP server's words.
@@ -135,17 +137,9 @@ int run(const run_command& given, const remote_opener& open_remote) {
   auto mcp_servers = mcp_servers_of(given);
   if (!mcp_servers) return fail_usage(mcp_servers.error());
   if (!mcp_servers.value().empty()) {
-    std::vector<std::unique_ptr<mcp_client>> clients;
-    for (auto server : mcp_servers.value()) {
-      if (given.remote.connect_seconds) server.start_timeout = whole_milliseconds(*given.remote.connect_seconds);
-      auto client = mcp_client::start(server);
-      if (!client)
-        return fail_usage(error{error_kind::invalid_argument, "--mcp " + server.name + ": " + client.error().message()});
-      clients.push_back(std::move(client).value());
-    }
-    auto source = mcp_binding_source::create(std::move(clients));
-    if (!source) return fail_usage(error{error_kind::invalid_argument, "--mcp: " + source.error().message()});
-    mcp = std::move(source).value();
+    auto started = start_mcp_servers(mcp_servers.value(), start_budget(given.remote.connect_seconds));
+    if (!started) return fail_usage(started.error());
+    mcp = std::move(started).value();
   }
   auto terms = std::get<execution_terms>(decision);
   terms.output = given.output;

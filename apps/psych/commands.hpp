@@ -3,8 +3,10 @@
 // (apps/CMakeLists.txt): psych, which runs everything local, and psych-remote, which also has the
 // remote code (remote_commands.hpp). The remote backend is handed in, so this file, and psych,
 // link no TLS.
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli.hpp"
@@ -13,6 +15,9 @@
 namespace psych::cli {
 
 enum exit_status : int { completed = 0, failed = 1, usage_error = 2, refused = 3 };
+
+/// --connect-seconds as an MCP server's start-up budget; unset stays unset (the server's default).
+std::optional<std::chrono::milliseconds> start_budget(std::optional<double> seconds);
 
 /// Prints e on standard error, its text made safe for a terminal; returns usage_error.
 int fail_usage(const error& e);
@@ -33,5 +38,8 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
 
 int run(const run_command& given, const remote_opener& open_remote);
 int describe(const describe_command& given, const remote_opener& open_remote);
+
+/// psych mcp over stdio (mcp_command.cpp); --listen is psych-remote's (remote_commands.hpp).
+int mcp_stdio(const mcp_command& given);
 
 }  // namespace psych::cli

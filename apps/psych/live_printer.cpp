@@ -11,6 +11,7 @@
 
 #include "psych/protocol/json.hpp"
 #include "psych/terminal_text.hpp"
+#include "psych/utf8.hpp"
 
 namespace psych::cli {
 
@@ -44,16 +45,6 @@ bool standard_output_is_terminal() {
 #endif
 }
 
-std::size_t incomplete_utf8_tail(std::string_view text) {
-  for (std::size_t back = 1; back <= 3 && back <= text.size(); ++back) {
-    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
-    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: its lead is further back
-    const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-    return length > back ? back : 0;
-  }
-  return 0;
-}
-
 void live_printer::on_output(const output_chunk& chunk) {
   if (json_) {
     fmt::print("{}\n", protocol::encode_json(output_event{.stream = std::string(name_of(chunk.stream)),
@@ -73,7 +64,7 @@ void live_printer::on_output(const output_chunk& chunk) {
   }
   std::string text = std::move(held);
   text.append(chunk.data);
-  const std::size_t tail = incomplete_utf8_tail(text);
+  const std::size_t tail = utf8::incomplete_tail(text);
   held.assign(text, text.size() - tail);
   text.resize(text.size() - tail);
   print_text(chunk.stream, text);

@@ -29,7 +29,4 @@ class live_printer final : public output_sink {
   std::array<std::string, 2> held_;  ///< per stream: the start of a UTF-8 sequence waiting for its rest
 };
 
-/// How many bytes at the end of `text` begin a UTF-8 sequence that is not complete yet (0 to 3).
-std::size_t incomplete_utf8_tail(std::string_view text);
-
 }  // namespace psych::cli

@@ -33,6 +33,7 @@ int psych_main(int argc, char** argv) {
     return completed;
   }
   if (const auto* run_it = std::get_if<run_command>(&chosen)) return run(*run_it, {});
+  if (const auto* mcp_it = std::get_if<mcp_command>(&chosen)) return mcp_stdio(*mcp_it);  // --listen needs_remote
   return describe(std::get<describe_command>(chosen), {});  // serve needs_remote
 }
 

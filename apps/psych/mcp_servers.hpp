@@ -1,8 +1,12 @@
 #pragma once
-// The MCP servers `psych run` starts: each --mcp NAME=COMMAND, and the servers of an --mcp-config
+// The MCP servers `psych run` and `psych mcp` start: each --mcp NAME=COMMAND, and the servers of an --mcp-config
 // file in the format MCP clients already share:
 //   {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server", "/my dir"], "env": {"K": "v"}}}}
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -15,7 +19,16 @@ namespace psych::cli {
 /// the file and the member); other top-level members are left to the client they belong to.
 result<std::vector<mcp_server_config>> load_mcp_config(const std::string& path);
 
-/// Every server the run asks for: the config file's, then each --mcp in its order.
+using named_commands = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+/// Every server asked for: the config file's (none when `config_path` is empty), then each --mcp
+/// in its order.
+result<std::vector<mcp_server_config>> mcp_servers_of(const named_commands& flags, const std::string& config_path);
 result<std::vector<mcp_server_config>> mcp_servers_of(const run_command& run);
+
+/// Starts each server (within `start_timeout` each, when set) and makes them one binding source.
+/// A server that does not start is invalid_argument naming it: nothing runs without its tools.
+result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<mcp_server_config>& servers,
+                                                              std::optional<std::chrono::milliseconds> start_timeout);
 
 }  // namespace psych::cli

@@ -103,6 +103,18 @@ inline std::string sanitize(std::string_view s) {
 
 constexpr bool is_continuation(char c) noexcept { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
+/// How many bytes at the end of `text` begin a UTF-8 sequence that is not complete yet (0 to 3):
+/// what a consumer of a stream in chunks holds back until the next chunk brings the rest.
+constexpr std::size_t incomplete_tail(std::string_view text) noexcept {
+  for (std::size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+    if (is_continuation(static_cast<char>(byte))) continue;  // its lead is further back
+    const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    return length > back ? back : 0;
+  }
+  return 0;
+}
+
 /// The largest cut <= at that does not fall inside a multi-byte character.
 constexpr std::size_t floor_boundary(std::string_view s, std::size_t at) noexcept {
   if (at >= s.size()) return s.size();

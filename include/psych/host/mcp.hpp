@@ -104,6 +104,9 @@ struct mcp_tool {
   std::string name;
   std::string description;
   std::string input_schema_json = "{}";  ///< the tool's inputSchema, one JSON value
+  /// The server marks it destructive (annotations: destructiveHint true, readOnlyHint not true). A
+  /// tool without annotations is not: docs/bindings.md says why.
+  bool destructive = false;
 };
 
 /// What a tools/call answered, when it was not an error.
@@ -181,7 +184,9 @@ class mcp_binding_source final : public tool_catalogue, public tool_invoker {
   ~mcp_binding_source() override;
 
   std::vector<binding> offered_now() override;
-  call_permission permit(const tool_call&) override { return call_permission::allow(); }
+  /// A tool its server marks destructive needs a person's approval, so a program is refused it
+  /// (approval_required_in_program); every other tool is allowed.
+  call_permission permit(const tool_call& call) override;
   void invoke(const tool_call& call, std::stop_token stop, std::function<void(tool_outcome)> done) override;
 
   /// The server and the tool a binding name stands for: split at the first "__", the part before

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/hana/adapt_struct.hpp>
+
 #include "psych/result.hpp"
 
 namespace psych {
@@ -71,3 +73,8 @@ result<output_window> read_output(std::string_view bytes, const output_request& 
                                   const output_bounds& bounds = {});
 
 }  // namespace psych
+
+// A window travels as JSON: to a program (the binding gateway) and to a model (psych mcp).
+BOOST_HANA_ADAPT_STRUCT(psych::output_line, number, text);
+BOOST_HANA_ADAPT_STRUCT(psych::output_window, lines, total_lines, total_bytes, next_offset, line_truncated,
+                        search_cut);

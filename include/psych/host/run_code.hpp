@@ -3,12 +3,14 @@
 // runtime's catalogue (the same one the model's tool list comes from), counts the Run's meters
 // from the Run's log, and runs the program in the profile's sandbox. One code_run per Attempt:
 // opening it is where calls an earlier Attempt left in flight become UNKNOWN.
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "psych/host/bindings.hpp"
+#include "psych/host/live_output.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/host/sandbox.hpp"
 
@@ -32,6 +34,7 @@ struct code_request {
   std::string filename = "<program>";
   /// This call's binding budget, when the tenant's policy narrowed the Attempt's (never wider).
   std::optional<binding_budget> budget;
+  output_sink* live_output = nullptr;  ///< the program's output as it runs (live_output.hpp); not owned
 };
 
 struct code_run_setup {
@@ -51,6 +54,8 @@ class code_run {
   static result<code_run> attempt(code_run_setup setup);
 
   /// One program, at this turn's boundary. Failures, refusals and limit hits are in the result.
+  /// Several may run at once (from several threads): they share the Run's meters live (run_meter),
+  /// so together they spend no more than the Run's budget.
   sandbox_result run(const code_request& request, std::stop_token stop = {});
 
   /// What this Attempt found in flight from an earlier one.
@@ -62,6 +67,7 @@ class code_run {
   explicit code_run(code_run_setup setup) : setup_(setup) {}
   code_run_setup setup_;
   std::vector<call_started> unknown_;
+  std::shared_ptr<run_meter> live_;  ///< the Run's meters, shared by the executions running at once
 };
 
 }  // namespace psych

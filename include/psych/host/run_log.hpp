@@ -7,6 +7,7 @@
 // default is a file (open_file_run_log, src/host/store/file_run_log.cpp; format in docs/run-log.md).
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,12 +98,55 @@ class run_log {
   virtual result<std::vector<run_log_record>> records() const = 0;
 };
 
+/// The Run's meters while several of its executions run at once (one MCP session's concurrent
+/// run_code calls): each execution adds what it spends as it spends it, so every other one reads
+/// the Run's total live, and a call is admitted by one check-and-add under the lock, so two
+/// programs can never both take the Run's last call. Byte charges are checked against a live
+/// reading and added when made (docs/mcp-server.md, "What is metered", says what that allows).
+/// It starts at the log's tally; the log stays the record a new Attempt recounts from.
+class run_meter {
+ public:
+  explicit run_meter(meter_readings start = {}) : spent_(start) {}
+  run_meter(const run_meter&) = delete;
+  run_meter& operator=(const run_meter&) = delete;
+
+  meter_readings read() const {
+    std::lock_guard lock(mutex_);
+    return spent_;
+  }
+  void add(const meter_readings& more) {
+    std::lock_guard lock(mutex_);
+    spent_ += more;
+  }
+  /// Adds `more` when the Run's ceilings have room for it; otherwise adds nothing and names the
+  /// meter it would overrun.
+  std::optional<meter_name> charge(const binding_budget& budget, const meter_readings& more) {
+    std::lock_guard lock(mutex_);
+    if (const auto out = exhausted_by(budget, spent_, more, meter_scope::run)) return out;
+    spent_ += more;
+    return std::nullopt;
+  }
+  /// Takes back a charge whose call was then not made (its record could not be written).
+  void refund(const meter_readings& charged) {
+    std::lock_guard lock(mutex_);
+    spent_.calls -= charged.calls, spent_.transfer -= charged.transfer, spent_.produced -= charged.produced,
+        spent_.preserved -= charged.preserved;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  meter_readings spent_;
+};
+
 /// One execution's place in its Run: where its calls are journalled, and what the Run had spent
 /// before it started (the log's tally then).
 struct run_account {
   run_log* log = nullptr;  ///< none: the Run's meters start at `spent_before` and are not durable
   meter_readings spent_before;
   std::string execution_id;  ///< names the execution's calls in the log; unique within the Run
+  /// The Run's live meters, shared with the executions running beside this one; none: the Run is
+  /// `spent_before` plus this execution's own spending.
+  run_meter* live = nullptr;
 };
 
 /// What a log says was spent, and which calls have no outcome (their worker died mid-call).
@@ -147,6 +191,10 @@ enum class file_run_log_sync {
   /// that benchmarks/bindings.cpp can print that baseline in the same run.
   every_record,
 };
+
+/// A run log held in memory: durable for as long as the process lives, which is as long as a Run
+/// lasts where nothing outlives the process (an MCP session of psych mcp, docs/mcp-server.md).
+std::unique_ptr<run_log> open_memory_run_log();
 
 /// The embedded default: a file of length-prefixed, checksummed records (docs/run-log.md).
 /// Creates the file when absent (format 3: records written into zeros laid ahead of them). What a

@@ -57,9 +57,6 @@ BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::listed_tool, name, descriptio
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_list, tools, total, next_offset);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::tool_info, name, description, deferred, input_schema);
 BOOST_HANA_ADAPT_STRUCT(psych::host::builtin_args::read_tool_output, handle, offset, limit, pattern);
-BOOST_HANA_ADAPT_STRUCT(psych::output_line, number, text);
-BOOST_HANA_ADAPT_STRUCT(psych::output_window, lines, total_lines, total_bytes, next_offset, line_truncated,
-                        search_cut);
 
 namespace psych::host {
 
@@ -110,9 +107,15 @@ const binding* binding_gateway::find(std::string_view name) const {
 }
 
 meter_readings binding_gateway::run_spent() const noexcept {
+  if (setup_.run.live) return setup_.run.live->read();
   auto total = setup_.run.spent_before;
   total += spent_;
   return total;
+}
+
+void binding_gateway::spend(const meter_readings& more) {
+  spent_ += more;
+  if (setup_.run.live) setup_.run.live->add(more);
 }
 
 bool binding_gateway::journal(const run_log_record& record) {
@@ -157,6 +160,10 @@ binding_gateway::admission binding_gateway::admit(const protocol::call_frame& ca
                                call.arguments.text.size(), budget.max_argument_bytes.value));
   if (const auto out = exhausted_by(budget, spent_, run_spent(), {.calls = 1}))
     return refused(call, tool_error_kind::budget_exhausted, budget_message(*out, budget, spent_, run_spent()));
+  // Executions of one Run running at once: the Run's call is taken in the same step as it is checked.
+  if (setup_.run.live && setup_.run.live->charge(budget, {.calls = 1}))
+    return refused(call, tool_error_kind::budget_exhausted,
+                   budget_message(exhaustion{meter_name::calls, meter_scope::run}, budget, spent_, run_spent()));
 
   admitted_call admitted{.id = call.id,
                          .call_id = fmt::format("{}-{}", setup_.run.execution_id, call.id),
@@ -167,9 +174,11 @@ binding_gateway::admission binding_gateway::admit(const protocol::call_frame& ca
   if (!journal(call_started{.call_id = admitted.call_id,
                             .execution_id = setup_.run.execution_id,
                             .tool = call.tool,
-                            .argument_bytes = call.arguments.text.size()}))
+                            .argument_bytes = call.arguments.text.size()})) {
+    if (setup_.run.live) setup_.run.live->refund({.calls = 1});
     return refused(call, tool_error_kind::cancelled, "the run log could not record the call, so it was not made");
-  ++spent_.calls;
+  }
+  ++spent_.calls;  // the Run's live meter took it above
   started_not_durable_ = setup_.run.log != nullptr;
   return admitted;
 }
@@ -241,7 +250,7 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
   const std::uint64_t size = outcome.value_json.size();
   // Made by the host's tool, whether or not the program receives it.
   const auto produced_out = exhausted_by(budget, spent_, run_spent(), {.produced = size});
-  spent_.produced += size;
+  spend({.produced = size});
   const auto refuse = [&](tool_error_kind kind, std::string message) {
     journal(call_finished{.call_id = call.call_id, .outcome = kind, .produced = size});
     return refused(call.id, call.tool, kind, std::move(message));
@@ -271,8 +280,7 @@ protocol::result_frame binding_gateway::complete(const admitted_call& call, cons
                              .preserved = kept, .value_json = setup_.run.log ? outcome.value_json : std::string{}}))
     return refused(call.id, call.tool, tool_error_kind::cancelled,
                    "the run log could not record the result, so it is not handed over");
-  spent_.transfer += size;
-  spent_.preserved += kept;
+  spend({.transfer = size, .preserved = kept});
   return {.id = call.id, .ok = true, .value = std::move(value).value(), .error = std::nullopt};
 }
 
@@ -324,8 +332,7 @@ protocol::result_frame binding_gateway::hand_over_handle(const admitted_call& ca
                              .transfer = handle_json.size(), .preserved = text->size(), .value_json = handle_json}))
     return refused(call.id, call.tool, tool_error_kind::cancelled,
                    "the run log could not record the result, so it is not handed over");
-  spent_.transfer += handle_json.size();
-  spent_.preserved += text->size();
+  spend({.transfer = handle_json.size(), .preserved = text->size()});
   own_handles_.insert(handle.handle);
   return {.id = call.id, .ok = true, .value = std::nullopt, .error = std::nullopt, .handle = handle};
 }
@@ -354,7 +361,7 @@ protocol::result_frame binding_gateway::read_window(const admitted_call& admitte
 
 void binding_gateway::abandon(const admitted_call& call, const tool_outcome& outcome) {
   const std::uint64_t size = outcome.ok ? outcome.value_json.size() : 0;
-  spent_.produced += size;
+  spend({.produced = size});
   journal(call_finished{.call_id = call.call_id,
                         .outcome = outcome.ok ? tool_error_kind::cancelled : outcome.kind,
                         .produced = size});

@@ -79,6 +79,8 @@ class binding_gateway {
   protocol::result_frame read_window(const admitted_call& admitted);
   protocol::result_frame refuse_admitted(const admitted_call& call, tool_error_kind kind, std::string message);
   bool journal(const run_log_record& record);
+  /// Adds to this execution's meters and to the Run's live ones, where executions share them.
+  void spend(const meter_readings& more);
   bool callable_builtin(std::string_view tool) const;
   const binding* find(std::string_view name) const;
 

@@ -25,6 +25,7 @@ std::optional<std::string> charge(sandbox_result& result, const preservation_acc
   const std::uint64_t size = it.captured.size();
   meter_readings run_spent = account.run.spent_before;
   run_spent += result.bindings_spent;
+  if (account.run.live) run_spent = account.run.live->read();
   if (const auto out = exhausted_by(account.budget, result.bindings_spent, run_spent, {.preserved = size}))
     return fmt::format("the budget has no room for its {} bytes ({})", size,
                        exhaustion_message(*out, account.budget, result.bindings_spent, run_spent));
@@ -33,6 +34,7 @@ std::optional<std::string> charge(sandbox_result& result, const preservation_acc
         output_preserved{.execution_id = account.run.execution_id, .item = it.name, .bytes = size});
     if (!recorded) return "run log: " + recorded.error().message();
     result.bindings_spent.preserved += size;
+    if (account.run.live) account.run.live->add({.preserved = size});
   }
   return std::nullopt;
 }

@@ -42,6 +42,7 @@ struct mcp_binding_source::impl {
   std::vector<std::unique_ptr<mcp_client>> clients;
   std::mutex cache_mutex;
   std::vector<std::optional<std::vector<binding>>> cache;  ///< per client; nullopt: to be listed
+  std::set<std::string> destructive;  ///< binding names of the listed tools their server marks destructive
   std::unique_ptr<blocking_invoker> invoker;               ///< reset first: its pool calls the clients
 
   [[nodiscard]] std::optional<target> resolve(std::string_view binding_name) const {
@@ -105,8 +106,11 @@ std::vector<binding> mcp_binding_source::offered_now() {
       if (!tools) continue;  // offers nothing now; listed again at the next read
       std::vector<binding> bindings;
       std::set<std::string> seen;
+      const auto prefix = client.name() + "__";
+      std::erase_if(impl_->destructive, [&](const std::string& name) { return name.starts_with(prefix); });
       for (mcp_tool& t : tools.value()) {
         if (t.name.empty() || !seen.insert(t.name).second) continue;
+        if (t.destructive) impl_->destructive.insert(prefix + t.name);
         bindings.push_back({.name = client.name() + "__" + t.name, .description = std::move(t.description),
                             .input_schema_json = std::move(t.input_schema_json), .deferred = false,
                             .origin = binding_origin::mcp});
@@ -116,6 +120,13 @@ std::vector<binding> mcp_binding_source::offered_now() {
     offered.insert(offered.end(), cached->begin(), cached->end());
   }
   return offered;
+}
+
+call_permission mcp_binding_source::permit(const tool_call& call) {
+  std::lock_guard lock{impl_->cache_mutex};
+  if (impl_->destructive.contains(std::string(call.tool)))
+    return call_permission::approval("its MCP server marks it destructive (destructiveHint)");
+  return call_permission::allow();
 }
 
 void mcp_binding_source::invoke(const tool_call& call, std::stop_token stop, std::function<void(tool_outcome)> done) {

@@ -45,10 +45,18 @@ struct list_params {
   std::string cursor;
 };
 
+/// The hints MCP lets a server give about a tool; psych reads the two that decide whether a
+/// program may call it (docs/bindings.md, "Destructive MCP tools").
+struct tool_annotations {
+  std::optional<bool> readOnlyHint;
+  std::optional<bool> destructiveHint;
+};
+
 struct wire_tool {
   std::string name;
   std::optional<std::string> description;
   std::optional<json_text> inputSchema;
+  std::optional<tool_annotations> annotations;
   static constexpr std::array<std::string_view, 1> required_members{"name"};
 };
 
@@ -79,7 +87,8 @@ BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::client_info, name, version);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::initialize_params, protocolVersion, capabilities, clientInfo);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::initialize_result, protocolVersion);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::list_params, cursor);
-BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::wire_tool, name, description, inputSchema);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::tool_annotations, readOnlyHint, destructiveHint);
+BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::wire_tool, name, description, inputSchema, annotations);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::list_result, tools, nextCursor);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::call_params, name, arguments);
 BOOST_HANA_ADAPT_STRUCT(psych::mcp_wire::content_item, type, text);
@@ -287,8 +296,12 @@ mcp_result<std::vector<mcp_tool>> mcp_client::list_tools() {
       if (tools.size() == max_tools)
         return fail(mcp_error_kind::protocol_violation,
                     fmt::format("tools/list: the server {} lists more than {} tools", name(), max_tools));
+      // Destructive when the server says so; a read-only tool never is (MCP: destructiveHint means
+      // something only when readOnlyHint is false).
+      const bool destructive = t.annotations && t.annotations->destructiveHint.value_or(false) &&
+                               !t.annotations->readOnlyHint.value_or(false);
       tools.push_back({std::move(t.name), t.description.value_or(""),
-                       t.inputSchema ? std::move(t.inputSchema->text) : std::string{"{}"}});
+                       t.inputSchema ? std::move(t.inputSchema->text) : std::string{"{}"}, destructive});
     }
     cursor = std::move(listed.value().nextCursor);
     if (!cursor || cursor->empty()) return tools;

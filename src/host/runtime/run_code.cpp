@@ -46,7 +46,9 @@ result<code_run> code_run::attempt(code_run_setup setup) {
   for (const auto& lost : opened.unknown_) {
     const call_finished unknown{.call_id = lost.call_id, .outcome = tool_error_kind::unknown_outcome};
     PSYCH_TRY(setup.log->append(unknown));
+    records.emplace_back(unknown);
   }
+  opened.live_ = std::make_shared<run_meter>(tally(records).spent);
   return opened;
 }
 
@@ -71,9 +73,13 @@ sandbox_result code_run::run(const code_request& request, std::stop_token stop) 
                   .invoker = setup_.invoker,
                   .unavailable_bindings = std::move(turn.unavailable),
                   .budget = request.budget.value_or(setup_.budget),
-                  .run = {.log = setup_.log, .spent_before = spent.value(), .execution_id = new_execution_id()},
+                  .run = {.log = setup_.log,
+                          .spent_before = spent.value(),
+                          .execution_id = new_execution_id(),
+                          .live = live_.get()},
                   .blobs = setup_.blobs,
-                  .tenant = setup_.tenant};
+                  .tenant = setup_.tenant,
+                  .live_output = request.live_output};
   return setup_.backend->run(run, std::move(stop));
 }
 
