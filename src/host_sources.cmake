@@ -10,7 +10,6 @@ set(psych_host_sources
   host/os/sha256.cpp
   host/store/file_run_log.cpp
   host/store/file_blob_store.cpp
-  host/store/memory_run_log.cpp
   host/bindings/binding_gateway.cpp
   host/bindings/call_dispatcher.cpp
   host/bindings/blocking_invoker.cpp
@@ -33,9 +32,6 @@ set(psych_host_sources
   host/mcp/json_rpc_peer.cpp
   host/mcp/mcp_client.cpp
   host/mcp/mcp_binding_source.cpp
-  host/mcp_server/offered_tools.cpp
-  host/mcp_server/mcp_server_session.cpp
-  host/mcp_server/mcp_stdio.cpp
   host/backends/backend_support.cpp
   host/backends/local/local_sandbox.cpp
   host/backends/local/interpreter.cpp
@@ -44,7 +40,13 @@ set(psych_host_sources
   host/backends/container/container_runtime.cpp
   host/runtime/runtime.cpp
   host/runtime/run_code.cpp
-  host/runtime/model_payload.cpp)
+  host/runtime/model_payload.cpp
+  # Last, so that adding them kept the unity batches above as they were (a batch's GCC warnings
+  # depend on what it holds).
+  host/store/memory_run_log.cpp
+  host/mcp_server/offered_tools.cpp
+  host/mcp_server/mcp_server_session.cpp
+  host/mcp_server/mcp_stdio.cpp)
 # read_tool_output's pattern engine (bindings/line_pattern.hpp): RE2, or, for a target that has no
 # RE2, none (every pattern refused by name).
 set(psych_host_re2_sources host/bindings/line_pattern_re2.cpp)

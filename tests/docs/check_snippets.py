@@ -2,7 +2,7 @@
 """The code a doc quotes must be the code that builds and runs.
 
 A source marks regions with `// [embed:NAME]` ... `// [/embed:NAME]` (`#` instead of `//` in CMake
-and Python); a Markdown doc quotes one with a line `<!-- snippet: NAME -->` followed by a fenced
+and Python; a .json source, which cannot hold a comment, is one region named by its file's stem); a Markdown doc quotes one with a line `<!-- snippet: NAME -->` followed by a fenced
 block (```cpp, ```cmake, ```python). This checks that every marked region is quoted, that each
 quote is the region, dedented, and that the doc has no ```cpp or ```cmake block that is not a
 quote: what a reader copies is what the suite compiles.
@@ -26,7 +26,12 @@ CHECKED_BLOCK = re.compile(r"^```(cpp|cmake)$", re.M)
 def regions(sources):
     found = {}
     for source in sources:
-        for match in REGION.finditer(open(source, encoding="utf-8").read()):
+        text = open(source, encoding="utf-8").read()
+        if source.endswith(".json"):
+            # JSON has no comments: a .json source is one region, named by its file's stem.
+            found[os.path.splitext(os.path.basename(source))[0]] = (source, text.rstrip("\n"))
+            continue
+        for match in REGION.finditer(text):
             found[match.group(1)] = (source, textwrap.dedent(match.group(2)).rstrip("\n"))
     return found
 

@@ -94,7 +94,36 @@ function processesWith(marker) {
   return found;
 }
 
+const root = path.resolve(__dirname, '..', '..');
+
 const cases = {
+  // docs/mcp-server.md's configuration, as a client reads it: psych mcp started from
+  // examples/mcp-server/mcp_client_config.json with examples/mcp-server/servers.json, the paths of
+  // this machine put in place of the examples' (psych, the server, its directory).
+  async config_snippet() {
+    const clientConfig = JSON.parse(fs.readFileSync(path.join(root, 'examples/mcp-server/mcp_client_config.json'), 'utf8'));
+    const serversConfig = JSON.parse(fs.readFileSync(path.join(root, 'examples/mcp-server/servers.json'), 'utf8'));
+    const data = path.join(scratch, 'shared');
+    fs.mkdirSync(data);
+    fs.writeFileSync(path.join(data, 'hello.txt'), 'hello from the snippet\n');
+    serversConfig.mcpServers.fs.command = filesystemServer;
+    serversConfig.mcpServers.fs.args = serversConfig.mcpServers.fs.args.map((a) => (a === '/srv/shared' ? data : a));
+    const serversFile = path.join(scratch, 'servers.json');
+    fs.writeFileSync(serversFile, JSON.stringify(serversConfig));
+    const entry = clientConfig.mcpServers.psych;
+    check(entry.command === 'psych' && entry.args[0] === 'mcp', 'the snippet starts `psych mcp`', entry);
+    const args = entry.args.slice(1).map((a) => (a === '/etc/psych/servers.json' ? serversFile : a));
+    const server = await connect(args);
+    const result = await server.client.callTool({
+      name: 'run_code',
+      arguments: { program: `got = await fs__read_text_file(path=${JSON.stringify(path.join(data, 'hello.txt'))})\nreturn got["content"][0]["text"].strip()` },
+    });
+    check(payload(result).value === 'hello from the snippet', 'a program reads the shared file through the configured server',
+          result.structuredContent);
+    await server.close();
+  },
+
+
   // tools/list: run_code and read_tool_output, run_code's description made from the catalogue.
   async list_tools() {
     const data = path.join(scratch, 'data');

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <rapidjson/document.h>
 
 #include "mcp/json_rpc_wire.hpp"
 #include "mcp_server/mcp_server_wire.hpp"
@@ -53,6 +54,15 @@ bool usable_id(const json_text& id) {
   if (id.text.empty()) return false;
   const char first = id.text.front();
   return first == '"' || first == '-' || (first >= '0' && first <= '9');
+}
+
+/// Whether the message's top level has an "id" member that is null.
+bool has_null_id(std::string_view message) {
+  rapidjson::Document document;
+  document.Parse(message.data(), message.size());
+  if (document.HasParseError() || !document.IsObject()) return false;
+  const auto id = document.FindMember("id");
+  return id != document.MemberEnd() && id->value.IsNull();
 }
 
 /// A tool result the model reads: the compact payload as text, and the same object structured.
@@ -238,25 +248,28 @@ struct mcp_server_session::state {
                std::optional<json_text> progress_token, mcp_send send) {
     const code_execution asked{.isolation = options.ask.isolation,
                                .limits = arguments.limits.value_or(code_execution_limits{})};
-    run_code_outcome outcome;
     auto decided = terms_for(asked.limits);
-    if (auto* refused = std::get_if<refusal>(&decided)) {
-      outcome = *refused;
+    std::string payload;
+    bool is_error = true;
+    if (const auto* refused = std::get_if<refusal>(&decided)) {
+      payload = run_code_payload(*refused, asked);
     } else {
       std::optional<progress_relay> progress;
       if (progress_token) progress.emplace(send, *progress_token);
-      auto result = run->run({.program = std::move(arguments.program),
-                              .terms = std::get<execution_terms>(decided),
-                              .filename = "<run_code>",
-                              .live_output = progress ? &*progress : nullptr},
-                             self.stop.get_token());
-      std::lock_guard lock(mutex);
-      for (const auto& attachment : result.attachments)
-        if (!attachment.handle.empty()) handles.insert(attachment.handle);
-      outcome = std::move(result);
+      const auto result = run->run({.program = std::move(arguments.program),
+                                    .terms = std::get<execution_terms>(decided),
+                                    .filename = "<run_code>",
+                                    .live_output = progress ? &*progress : nullptr},
+                                   self.stop.get_token());
+      {
+        std::lock_guard lock(mutex);
+        for (const auto& attachment : result.attachments)
+          if (!attachment.handle.empty()) handles.insert(attachment.handle);
+      }
+      payload = run_code_payload(result, asked);
+      is_error = result.failure.has_value();
     }
-    const bool is_error = std::holds_alternative<refusal>(outcome) || std::get<sandbox_result>(outcome).failure;
-    auto text = answer(request_id, tool_result(run_code_payload(outcome, asked), is_error));
+    auto text = answer(request_id, tool_result(std::move(payload), is_error));
     std::unique_lock lock(mutex);
     const bool silenced = self.silenced;
     remember_answer(request_id.text);
@@ -273,7 +286,7 @@ struct mcp_server_session::state {
       return {.what = mcp_receipt::kind::answering};
     }
     const std::string arguments = params.value().arguments ? params.value().arguments->text : "{}";
-    if (params.value().name == read_tool_output_tool && options.blobs) {
+    if (params.value().name == host::read_tool_output_tool && options.blobs) {
       send({.json = answer(request_id, read_output(arguments))});
       return {.what = mcp_receipt::kind::answering};
     }
@@ -441,6 +454,8 @@ mcp_receipt mcp_server_session::receive(std::string_view message, mcp_send send)
   const std::string params = in.params ? in.params->text : "{}";
   const auto& method = *in.method;
   if (!has_id) {
+    // The codec reads "id": null as no id; JSON-RPC's null id is not a notification's absent one.
+    if (has_null_id(message)) return rejected(invalid_request, "invalid request: an id is a string or an integer, not null");
     if (method == "notifications/cancelled") return state_->cancel(params);
     return {.what = kind::accepted};  // notifications/initialized, and any other: nothing to answer
   }
