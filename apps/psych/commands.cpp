@@ -67,6 +67,20 @@ std::optional<std::chrono::milliseconds> start_budget(std::optional<double> seco
   return std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(*seconds, 86400.0) * 1000)));
 }
 
+result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<mcp_server_config>& servers,
+                                                              std::optional<std::chrono::milliseconds> start_timeout) {
+  std::vector<std::unique_ptr<mcp_client>> clients;
+  for (auto server : servers) {
+    if (start_timeout) server.start_timeout = *start_timeout;
+    auto client = mcp_client::start(server);
+    if (!client) return fail_with(error_kind::invalid_argument, "--mcp " + server.name + ": " + client.error().message());
+    clients.push_back(std::move(client).value());
+  }
+  auto source = mcp_binding_source::create(std::move(clients));
+  if (!source) return fail_with(error_kind::invalid_argument, "--mcp: " + source.error().message());
+  return std::move(source).value();
+}
+
 int fail_usage(const error& e) {
   // The message can quote a path, a config file or an MCP server's words.
   fmt::print(stderr, "psych: {}\n", terminal_text(e.message()));

@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
+#include "psych/host/mcp.hpp"
 #include "psych/host/sandbox.hpp"
 
 namespace psych::cli {
@@ -18,6 +20,11 @@ enum exit_status : int { completed = 0, failed = 1, usage_error = 2, refused = 3
 
 /// --connect-seconds as an MCP server's start-up budget; unset stays unset (the server's default).
 std::optional<std::chrono::milliseconds> start_budget(std::optional<double> seconds);
+
+/// Starts each server (within `start_timeout` each, when set) and makes them one binding source.
+/// A server that does not start is invalid_argument naming it: nothing runs without its tools.
+result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<mcp_server_config>& servers,
+                                                              std::optional<std::chrono::milliseconds> start_timeout);
 
 /// Prints e on standard error, its text made safe for a terminal; returns usage_error.
 int fail_usage(const error& e);

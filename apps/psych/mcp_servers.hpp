@@ -2,9 +2,6 @@
 // The MCP servers `psych run` and `psych mcp` start: each --mcp NAME=COMMAND, and the servers of an --mcp-config
 // file in the format MCP clients already share:
 //   {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server", "/my dir"], "env": {"K": "v"}}}}
-#include <chrono>
-#include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,9 +23,5 @@ using named_commands = std::vector<std::pair<std::string, std::vector<std::strin
 result<std::vector<mcp_server_config>> mcp_servers_of(const named_commands& flags, const std::string& config_path);
 result<std::vector<mcp_server_config>> mcp_servers_of(const run_command& run);
 
-/// Starts each server (within `start_timeout` each, when set) and makes them one binding source.
-/// A server that does not start is invalid_argument naming it: nothing runs without its tools.
-result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<mcp_server_config>& servers,
-                                                              std::optional<std::chrono::milliseconds> start_timeout);
 
 }  // namespace psych::cli

@@ -21,7 +21,10 @@
 //
 // It prints BENCH lines, checks that the three answers agree with the one computed from the data,
 // and fails when they do not, or when (c) is not at least 99% smaller than (a).
-//   build/examples/context/catalogue_bytes examples/context/catalogue_server.py
+//   (d) with psych's path as the second argument: (c)'s program through `psych mcp`, from the client's
+//       side: psych mcp's own tool definitions are the prompt (run_code's description is made from
+//       the catalogue), then the program and the result's text.
+//   build/examples/context/catalogue_bytes examples/context/catalogue_server.py [build/apps/psych]
 #include <unistd.h>
 
 #include <array>
@@ -82,6 +85,17 @@ struct definition {
   std::string description;
   psych::json_text input_schema;
 };
+/// What a client of `psych mcp` reads back from one run_code call: the result's text content, and
+/// in it the payload's value.
+struct text_item {
+  std::string text;
+};
+struct call_text {
+  std::vector<text_item> content;
+};
+struct valued_answer {
+  std::map<std::string, std::int64_t> value;  // owed_by_manager, below
+};
 }  // namespace data
 
 BOOST_HANA_ADAPT_STRUCT(data::person, id, name, email);
@@ -95,6 +109,9 @@ BOOST_HANA_ADAPT_STRUCT(data::everything, customers, invoices, tickets);
 BOOST_HANA_ADAPT_STRUCT(data::ticket_page, tickets, next_cursor);
 BOOST_HANA_ADAPT_STRUCT(data::invoice_page, invoices);
 BOOST_HANA_ADAPT_STRUCT(data::definition, name, description, input_schema);
+BOOST_HANA_ADAPT_STRUCT(data::text_item, text);
+BOOST_HANA_ADAPT_STRUCT(data::call_text, content);
+BOOST_HANA_ADAPT_STRUCT(data::valued_answer, value);
 
 namespace {
 
@@ -329,6 +346,55 @@ for customer in sorted({t["customer_id"] for t in page["tickets"]}):
 return owed
 )PY";
 
+/// (d): the program of (c) through `psych mcp`, from the client's side, as Claude Code or any MCP
+/// client would run it: psych mcp started with this server upstream, its tools/list read, run_code
+/// called. What enters the context: psych mcp's tool definitions (run_code's description is made
+/// from the catalogue), the program, and the result's text.
+struct through_psych_mcp {
+  context seen;
+  std::optional<owed_by_manager> answer;
+  std::string problem;
+};
+
+through_psych_mcp run_through_psych_mcp(const std::string& psych, const std::string& script,
+                                        const std::filesystem::path& data) {
+  through_psych_mcp out;
+  auto started = psych::mcp_client::start(
+      {.name = "psych",
+       .command = {psych, "mcp", "--pool", "0", "--mcp",
+                   fmt::format("{}=python3 {} {}", server_name, script, data.string())}});
+  if (!started) {
+    out.problem = started.error().message();
+    return out;
+  }
+  auto& server = *started.value();
+  const auto tools = server.list_tools();
+  if (!tools) {
+    out.problem = tools.error().message();
+    return out;
+  }
+  std::vector<std::string> shown;
+  for (const auto& t : tools.value())
+    shown.push_back(psych::protocol::encode_json(data::definition{t.name, t.description, psych::json_text{t.input_schema_json}}));
+  out.seen.prefix = json_array(shown).size();
+  const auto called = server.call_tool(
+      "run_code", fmt::format(R"({{"program":{}}})", psych::protocol::encode_json(std::string(program))), {});
+  if (!called) {
+    out.problem = called.error().message();
+    return out;
+  }
+  const auto result = psych::protocol::decode_json<data::call_text>(called.value().json);
+  if (!result || result.value().content.empty()) {
+    out.problem = "run_code answered no text: " + called.value().json;
+    return out;
+  }
+  const auto& payload = result.value().content.front().text;
+  out.seen.turns = {program.size() + payload.size()};
+  if (const auto decoded = psych::protocol::decode_json<data::valued_answer>(payload)) out.answer = decoded.value().value;
+  else out.problem = "the payload has no answer: " + payload;
+  return out;
+}
+
 double saving(std::uint64_t from, std::uint64_t to) {
   return 100.0 * (1.0 - static_cast<double>(to) / static_cast<double>(from));
 }
@@ -337,7 +403,7 @@ std::string verdict(const owed_by_manager& found, const owed_by_manager& expecte
   return found == expected ? "right" : "WRONG";
 }
 
-int compare(const std::filesystem::path& dir, const std::string& script) {
+int compare(const std::filesystem::path& dir, const std::string& script, const std::string& psych) {
   const auto all = make_data();
   const auto expected = answer_of(all);
   {
@@ -417,7 +483,23 @@ int compare(const std::filesystem::path& dir, const std::string& script) {
   fmt::print("BENCH context_catalogue_deferred_reread_bytes {} bytes\n", deferred.seen.reread());
   fmt::print("BENCH context_catalogue_program_reread_bytes {} bytes\n", looped.reread());
 
-  const bool agree = answer_a == expected && answer_b == expected && answer_c == expected;
+  bool through_agrees = true;
+  if (!psych.empty()) {
+    const auto through = run_through_psych_mcp(psych, script, dir / "data.json");
+    through_agrees = through.answer == expected;
+    if (!through.problem.empty()) fmt::print(stderr, "catalogue_bytes: psych mcp: {}\n", through.problem);
+    fmt::print("  (d) (c) through psych mcp:          1 turn,  {:>7} bytes into the context ({} re-read), {}\n",
+               through.seen.once(), through.seen.reread(), through.answer ? verdict(*through.answer, expected) : "WRONG");
+    fmt::print("      psych mcp's tools/list {} bytes (run_code's description made from the catalogue)\n",
+               through.seen.prefix);
+    fmt::print("  (d) put {:.2f}% fewer bytes into the context than (a), {:.2f}% fewer than (b)\n",
+               saving(all_schemas.seen.once(), through.seen.once()), saving(deferred.seen.once(), through.seen.once()));
+    fmt::print("BENCH context_catalogue_psych_mcp_bytes {} bytes\n", through.seen.once());
+    fmt::print("BENCH context_catalogue_psych_mcp_saving_vs_all_schemas {:.2f} %\n",
+               saving(all_schemas.seen.once(), through.seen.once()));
+  }
+
+  const bool agree = answer_a == expected && answer_b == expected && answer_c == expected && through_agrees;
   if (!agree) fmt::print(stderr, "catalogue_bytes: the three answers do not all match the data's\n");
   if (vs_a < 99.0) fmt::print(stderr, "catalogue_bytes: (c) saves {:.2f}% against (a), short of 99%\n", vs_a);
   return agree && vs_a >= 99.0 ? 0 : 1;
@@ -434,7 +516,9 @@ int main(int argc, char** argv) {
   char dir_template[] = "/tmp/psych-catalogue-XXXXXX";
   if (!::mkdtemp(dir_template)) return 2;
   const std::filesystem::path dir = dir_template;
-  const int status = compare(dir, std::filesystem::absolute(script).string());
+  // With psych's path, (d) as well: the same program through `psych mcp`.
+  const std::string psych = argc > 2 ? argv[2] : "";
+  const int status = compare(dir, std::filesystem::absolute(script).string(), psych);
   std::filesystem::remove_all(dir);
   return status;
 }

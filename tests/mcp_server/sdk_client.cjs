@@ -107,6 +107,7 @@ const cases = {
     fs.mkdirSync(data);
     fs.writeFileSync(path.join(data, 'hello.txt'), 'hello from the snippet\n');
     serversConfig.mcpServers.fs.command = filesystemServer;
+    serversConfig.mcpServers.fs.env = { PSYCH_UPSTREAM_SECRET: 's3cret-upstream-credential' };
     serversConfig.mcpServers.fs.args = serversConfig.mcpServers.fs.args.map((a) => (a === '/srv/shared' ? data : a));
     const serversFile = path.join(scratch, 'servers.json');
     fs.writeFileSync(serversFile, JSON.stringify(serversConfig));
@@ -120,6 +121,13 @@ const cases = {
     });
     check(payload(result).value === 'hello from the snippet', 'a program reads the shared file through the configured server',
           result.structuredContent);
+    // The upstream server's environment (its credentials) never reaches the program.
+    const leak = await server.client.callTool({
+      name: 'run_code',
+      arguments: { program: 'import os\nreturn sorted(k for k, v in os.environ.items() if "s3cret" in v or "UPSTREAM" in k)' },
+    });
+    check(JSON.stringify(payload(leak).value) === '[]', "the upstream server's environment is not the program's",
+          leak.structuredContent);
     await server.close();
   },
 

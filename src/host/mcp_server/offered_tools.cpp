@@ -1,5 +1,7 @@
 #include "mcp_server/offered_tools.hpp"
 
+#include <map>
+
 #include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
@@ -41,23 +43,32 @@ std::string bytes_text(std::uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
+/// The catalogue as the description shows it, in the first form that fits: every tool with the
+/// first sentence of its description; every tool by name; or, for a catalogue too large to name
+/// (a 351-tool server), each server's count of tools, with list_tools() as the way in.
 std::string catalogue_text(const std::vector<binding>& tools) {
-  if (tools.empty())
-    return "No tools are bound: the program computes on its own (TOOLS is empty).\n";
-  std::string listed = fmt::format("The program may call these {} tools:\n", tools.size());
-  std::size_t shown = 0;
+  if (tools.empty()) return "No tools are bound: the program computes on its own (TOOLS is empty).\n";
+  std::string described, named;
   for (const auto& tool : tools) {
     const auto sentence = first_sentence(tool.description);
-    auto line = sentence.empty() ? fmt::format("- {}\n", tool.name) : fmt::format("- {}: {}\n", tool.name, sentence);
-    // Past the budget, names alone; past twice the budget, only the count of the rest.
-    if (listed.size() + line.size() > description_catalogue_bytes) line = fmt::format("- {}\n", tool.name);
-    if (listed.size() + line.size() > 2 * description_catalogue_bytes) break;
-    listed.append(line);
-    ++shown;
+    described.append(sentence.empty() ? fmt::format("- {}\n", tool.name) : fmt::format("- {}: {}\n", tool.name, sentence));
+    named.append(named.empty() ? "" : ", ").append(tool.name);
   }
-  if (shown < tools.size())
-    listed.append(fmt::format("...and {} more: `await list_tools(offset={})` lists them.\n", tools.size() - shown, shown));
-  return listed;
+  const auto header = fmt::format("The program may call these {} tools", tools.size());
+  if (described.size() <= description_catalogue_bytes) return header + ":\n" + described;
+  if (named.size() <= description_catalogue_bytes) return header + " (`await get_tool_info(name)` describes one): " + named + ".\n";
+  std::map<std::string, std::size_t> per_source;
+  for (const auto& tool : tools) {
+    const auto split = tool.name.find("__");
+    ++per_source[split == std::string::npos ? std::string("(functions)") : tool.name.substr(0, split)];
+  }
+  std::string counted;
+  for (const auto& [source, count] : per_source)
+    counted.append(counted.empty() ? "" : ", ").append(fmt::format("{} tools of {}", count, source));
+  return fmt::format("The program may call {} tools, too many to name here: {}. Find them in the program: "
+                     "`await list_tools(offset=0)` returns 100 names and descriptions at a time and the next "
+                     "offset.\n",
+                     tools.size(), counted);
 }
 
 std::string example_call(const std::vector<binding>& tools) {

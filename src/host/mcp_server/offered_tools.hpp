@@ -13,9 +13,10 @@ namespace psych::host {
 
 inline constexpr std::string_view read_tool_output_tool = "read_tool_output";
 
-/// The bytes of the catalogue's part of run_code's description: past it, tools are listed by name
-/// only, and past twice it only counted (list_tools() in the program reads the rest).
-inline constexpr std::size_t description_catalogue_bytes = 6000;
+/// The most bytes the catalogue's part of run_code's description takes: the tools with their
+/// descriptions if they fit, else their names if those fit, else only how many each server has
+/// (list_tools() in the program reads the rest). Every byte is in every prompt of the client's.
+inline constexpr std::size_t description_catalogue_bytes = 3000;
 
 /// run_code's description: what it does and returns, the terms it runs under, the tools a program
 /// may call (sorted, each with the first sentence of its description while that fits), how to call
