@@ -61,7 +61,9 @@ result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given) {
   PSYCH_TRY(made->backend, chosen_sandbox(options, given.image, given.container_runtime));
 
   PSYCH_TRY(auto servers, mcp_servers_of(given.mcp_servers, given.mcp_config_path));
-  if (!servers.empty()) PSYCH_TRY(made->upstream, start_mcp_servers(servers, start_budget(given.connect_seconds)));
+  if (!servers.empty()) {
+    PSYCH_TRY(made->upstream, start_mcp_servers(servers, start_budget(given.connect_seconds)));
+  }
 
   std::string blob_dir = given.blob_dir;
   if (blob_dir.empty()) {

@@ -273,7 +273,7 @@ struct mcp_server_session::state {
       return {.what = mcp_receipt::kind::answering};
     }
     const std::string arguments = params.value().arguments ? params.value().arguments->text : "{}";
-    if (params.value().name == read_tool_output_tool && options.blobs) {
+    if (params.value().name == host::read_tool_output_tool && options.blobs) {
       send({.json = answer(request_id, read_output(arguments))});
       return {.what = mcp_receipt::kind::answering};
     }
