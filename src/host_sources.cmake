@@ -83,10 +83,11 @@ set(psych_host_windows_sources
 set(psych_remote_sources
   host/http/base64.cpp
   host/http/http_link.cpp
+  host/http/bearer_tokens.cpp
+  host/http/http_server.cpp
   host/backends/remote/remote_backend.cpp
   host/backends/remote/remote_execution.cpp
   host/backends/remote/remote_requests.cpp
-  host/service/service_tokens.cpp
   host/service/prometheus_text.cpp
   host/service/service_metrics.cpp
   host/service/access_log.cpp
@@ -95,7 +96,12 @@ set(psych_remote_sources
   host/service/service_routes.cpp
   host/service/execution_stream.cpp
   host/service/live_output_frames.cpp
-  host/service/sandbox_service.cpp)
+  host/service/sandbox_service.cpp
+  host/mcp_server/mcp_http_rules.cpp
+  host/mcp_server/mcp_http_reply.cpp
+  host/mcp_server/mcp_http_sessions.cpp
+  host/mcp_server/mcp_http_requests.cpp
+  host/mcp_server/mcp_http.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()

@@ -10,6 +10,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -28,6 +30,17 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
+template <class Message>
+raw_response response_of(const Message& message) {
+  raw_response out;
+  out.status = message.result_int();
+  out.content_type = std::string(message[http::field::content_type]);
+  out.www_authenticate = std::string(message[http::field::www_authenticate]);
+  out.retry_after = std::string(message[http::field::retry_after]);
+  for (const auto& field : message) out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  return out;
+}
+
 }  // namespace
 
 struct raw_connection::impl {
@@ -36,6 +49,7 @@ struct raw_connection::impl {
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
   std::unique_ptr<beast::tcp_stream> plain;
   beast::flat_buffer buffer;
+  std::optional<http::response_parser<http::buffer_body>> streaming;  ///< read_response_header's
 
   beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
 
@@ -57,6 +71,12 @@ struct raw_connection::impl {
     return f(*plain);
   }
 };
+
+std::string raw_response::header(std::string_view name) const {
+  for (const auto& [field, value] : headers)
+    if (beast::iequals(field, name)) return value;
+  return {};
+}
 
 raw_connection::raw_connection(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
 raw_connection::~raw_connection() {
@@ -121,13 +141,52 @@ std::optional<raw_response> raw_connection::read_response(double timeout_seconds
     if (why) *why = "reading the response: " + ec.message();
     return std::nullopt;
   }
-  raw_response out;
-  out.status = parser.get().result_int();
-  out.content_type = std::string(parser.get()[http::field::content_type]);
-  out.www_authenticate = std::string(parser.get()[http::field::www_authenticate]);
-  out.retry_after = std::string(parser.get()[http::field::retry_after]);
+  raw_response out = response_of(parser.get());
   out.body = std::move(parser.get().body());
   return out;
+}
+
+std::optional<raw_response> raw_connection::read_response_header(double timeout_seconds, std::string* why) {
+  auto* s = impl_.get();
+  auto& parser = s->streaming.emplace();
+  parser.body_limit(boost::none);
+  const auto ec = s->run(
+      [&](auto handler) {
+        s->with([&](auto& stream) { http::async_read_header(stream, s->buffer, parser, std::move(handler)); });
+      },
+      timeout_seconds);
+  if (ec) {
+    if (why) *why = "reading the response header: " + ec.message();
+    return std::nullopt;
+  }
+  return response_of(parser.get());
+}
+
+std::optional<std::string> raw_connection::read_body_some(double timeout_seconds, bool* ended, std::string* why) {
+  auto* s = impl_.get();
+  if (!s->streaming) {
+    if (why) *why = "no response header was read";
+    return std::nullopt;
+  }
+  auto& parser = *s->streaming;
+  *ended = parser.is_done();
+  if (*ended) return std::string{};
+  std::string chunk(64 * 1024, '\0');
+  parser.get().body().data = chunk.data();
+  parser.get().body().size = chunk.size();
+  auto ec = s->run(
+      [&](auto handler) {
+        s->with([&](auto& stream) { http::async_read_some(stream, s->buffer, parser, std::move(handler)); });
+      },
+      timeout_seconds);
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) {
+    if (why) *why = "reading the response body: " + ec.message();
+    return std::nullopt;
+  }
+  chunk.resize(chunk.size() - parser.get().body().size);
+  *ended = parser.is_done();
+  return chunk;
 }
 
 bool raw_connection::closed_within(double timeout_seconds) {

@@ -12,15 +12,18 @@
 
 namespace remote_test {
 
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
 struct raw_response {
   unsigned status = 0;
   std::string content_type;
   std::string www_authenticate;
   std::string retry_after;
   std::string body;
+  header_list headers;  ///< every field, as it came
+  /// The first field of that name (case-insensitive); empty when there is none.
+  [[nodiscard]] std::string header(std::string_view name) const;
 };
-
-using header_list = std::vector<std::pair<std::string, std::string>>;
 
 class raw_connection {
  public:
@@ -38,6 +41,12 @@ class raw_connection {
                     const std::string& body, double timeout_seconds = 5);
   /// Reads one response (a body of at most 64 MiB); nullopt, with why, on failure or timeout.
   std::optional<raw_response> read_response(double timeout_seconds, std::string* why = nullptr);
+  /// Reads a response's header only (its `body` empty): the body is then read by read_body_some,
+  /// as it comes (a stream).
+  std::optional<raw_response> read_response_header(double timeout_seconds, std::string* why = nullptr);
+  /// The next bytes of that response's body, as many as have come; an empty string once the body
+  /// has ended (`ended` true). nullopt, with why, on failure or when nothing came in time.
+  std::optional<std::string> read_body_some(double timeout_seconds, bool* ended, std::string* why = nullptr);
   /// Reads (and drops) whatever arrives until the peer closes the connection: true when it did within
   /// the time, false when it was still open when the time ran out.
   bool closed_within(double timeout_seconds);

@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
+#include "http/http_server.hpp"
 #include "psych/host/remote_protocol.hpp"
 #include "service/access_log.hpp"
 #include "service/prometheus_text.hpp"
@@ -45,21 +46,6 @@ std::string json_error(std::string_view code, std::string_view message) {
                      protocol::encode_json(std::string(message)));
 }
 
-std::optional<std::string> service_credentials::authenticate(std::string_view authorization) const {
-  // The scheme is case-insensitive (RFC 7235); the token is not.
-  constexpr std::string_view scheme = "bearer ";
-  if (authorization.size() <= scheme.size() || !beast::iequals(authorization.substr(0, scheme.size()), scheme))
-    return std::nullopt;
-  const std::string_view presented = authorization.substr(scheme.size());
-  std::lock_guard lock(mutex_);
-  return tokens_.match(presented);
-}
-
-void service_credentials::replace(token_table tokens) {
-  std::lock_guard lock(mutex_);
-  tokens_ = std::move(tokens);
-}
-
 template <class Stream>
 awaitable<bool> respond(Stream& stream, double timeout_seconds, unsigned status, std::string body, bool keep_alive,
                         std::optional<std::string> retry_after, std::string_view content_type) {
@@ -70,10 +56,8 @@ awaitable<bool> respond(Stream& stream, double timeout_seconds, unsigned status,
   if (retry_after) response.set(http::field::retry_after, *retry_after);
   response.keep_alive(keep_alive);
   response.body() = std::move(body);
-  response.prepare_payload();
-  beast::get_lowest_layer(stream).expires_after(millis(timeout_seconds));
-  auto [ec, n] = co_await http::async_write(stream, response, use_tuple);
-  co_return !ec && keep_alive;
+  const bool written = co_await write_whole(stream, response, timeout_seconds);
+  co_return written && keep_alive;
 }
 
 namespace {
@@ -174,15 +158,10 @@ awaitable<void> serve_requests(sandbox_service::impl& service, Stream& stream, c
   beast::flat_buffer buffer;
   bool first = true;
   for (;;) {
+    // No body limit yet: the route's is applied in handle().
     http::request_parser<http::empty_body> header;
-    header.header_limit(max_header_bytes);
-    // No body limit yet: the route's is applied in handle(). (Beast checks a Content-Length only
-    // as it parses the header, against its default of 1 MiB, and never again after the body's
-    // parser takes over.)
-    header.body_limit(boost::none);
-    beast::get_lowest_layer(stream).expires_after(
-        millis(first ? options.request_timeout_seconds : options.idle_timeout_seconds));
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, header, use_tuple);
+    const double timeout = first ? options.request_timeout_seconds : options.idle_timeout_seconds;
+    const auto ec = co_await read_request_header(stream, buffer, header, timeout);
     if (ec) {
       if (ec == http::error::header_limit) {
         service.counters.count([](auto& c) { ++c.refused[service_refusal::too_large]; });

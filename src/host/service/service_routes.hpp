@@ -3,7 +3,6 @@
 // token of the token file; GET /metrics needs none), what each takes, and a connection's requests
 // read, answered and logged one after another.
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,7 +10,6 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "psych/host/sandbox_service.hpp"
-#include "service/service_tokens.hpp"
 
 namespace psych::host {
 
@@ -29,18 +27,6 @@ std::string_view wire_code(service_refusal why);
 
 /// A refusal's body: {"error":<code>,"message":<message>}.
 std::string json_error(std::string_view code, std::string_view message);
-
-/// The token file's credentials, replaced whole by a reload while requests are checked against them.
-class service_credentials {
- public:
-  /// The name of the credential an Authorization header's value presents ("Bearer <token>"), if any.
-  std::optional<std::string> authenticate(std::string_view authorization) const;
-  void replace(token_table tokens);
-
- private:
-  mutable std::mutex mutex_;
-  token_table tokens_;
-};
 
 /// A connection's requests, until one of them or the connection ends it. Stream: beast::tcp_stream
 /// or tls_stream.

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "http/bearer_tokens.hpp"
 #include "http/http_link.hpp"
 #include "psych/host/sandbox_service.hpp"
 #include "service/admission.hpp"
@@ -35,7 +36,7 @@ struct sandbox_service::impl {
   host::asio::ip::tcp::acceptor acceptor;
   std::thread io_thread;
 
-  host::service_credentials credentials;
+  host::bearer_credentials credentials;
   service_counters counters;
   host::service_description description{io, *backend};
   host::admission admitted{io, options, counters, [this] { close_all(); }};

@@ -1,4 +1,4 @@
-#include "service/service_tokens.hpp"
+#include "http/bearer_tokens.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <boost/beast/core/string.hpp>
 #include <fmt/format.h>
 
 namespace psych::host {
@@ -51,6 +52,27 @@ std::optional<std::string> token_table::match(std::string_view presented) const 
     if (CRYPTO_memcmp(candidate.digest.data(), digest.data(), digest.size()) == 0 && !found) found = &candidate;
   if (!found) return std::nullopt;
   return found->name;
+}
+
+std::optional<std::string> bearer_credentials::authenticate(std::string_view authorization) const {
+  // The scheme is case-insensitive (RFC 7235); the token is not.
+  constexpr std::string_view scheme = "bearer ";
+  if (authorization.size() <= scheme.size() || !boost::beast::iequals(authorization.substr(0, scheme.size()), scheme))
+    return std::nullopt;
+  const std::string_view presented = authorization.substr(scheme.size());
+  std::lock_guard lock(mutex_);
+  return tokens_.match(presented);
+}
+
+void bearer_credentials::replace(token_table tokens) {
+  std::lock_guard lock(mutex_);
+  tokens_ = std::move(tokens);
+}
+
+result<void> bearer_credentials::reload(const std::string& path) {
+  PSYCH_TRY(auto tokens, token_table::load(path));
+  replace(std::move(tokens));
+  return success();
 }
 
 }  // namespace psych::host
