@@ -182,7 +182,7 @@ TEST_CASE("where a value or a program goes") {
     CHECK(unknown.error().detail.find("psych run --help") != std::string::npos);
     auto command = parse({"fly"});
     REQUIRE(command.has_error());
-    CHECK(command.error().detail == "unknown command 'fly': the commands are run, describe, serve, help (see psych --help)");
+    CHECK(command.error().detail == "unknown command 'fly': the commands are run, describe, serve, mcp, help (see psych --help)");
     auto none = parse({});
     REQUIRE(none.has_error());
     CHECK(none.error().detail.starts_with("no command given"));
@@ -296,4 +296,32 @@ TEST_CASE("needs_remote: serve and --remote go to psych-remote, everything else 
   CHECK_FALSE(needs({"run", "--ca", "c.pem", "p.py"}));
   // Help is printed by whichever executable parsed it: the same parser, the same text.
   CHECK_FALSE(needs({"serve", "--help"}));
+}
+
+TEST_CASE("psych mcp: run's limits and servers, its own options, and --listen's rules") {
+  auto r = parse({"mcp", "--isolation", "isolated", "--wall-seconds", "20", "--memory-bytes", "256M", "--mcp",
+                  "fs=/usr/bin/mcp-server-filesystem /srv", "--mcp-config", "servers.json", "--max-concurrent", "2",
+                  "--pool", "0", "--max-calls", "50", "--max-session-calls", "300", "--run-log-dir", "/var/log/psych"});
+  REQUIRE(r.has_value());
+  const auto& mcp = std::get<cli::mcp_command>(r.value());
+  CHECK(mcp.isolation == isolation_level::isolated);
+  CHECK(mcp.limits.wall_seconds.value == 20.0);
+  CHECK(mcp.limits.memory_bytes.value == std::uint64_t{256} << 20);
+  REQUIRE(mcp.mcp_servers.size() == 1);
+  CHECK(mcp.mcp_servers[0].second == std::vector<std::string>{"/usr/bin/mcp-server-filesystem", "/srv"});
+  CHECK(mcp.mcp_config_path == "servers.json");
+  CHECK(mcp.max_concurrent == 2);
+  CHECK(mcp.pool == 0);
+  CHECK(mcp.max_calls == std::uint64_t{50});
+  CHECK(mcp.max_session_calls == std::uint64_t{300});
+  CHECK(mcp.run_log_dir == "/var/log/psych");
+  CHECK(mcp.listen.empty());
+  CHECK_FALSE(cli::needs_remote(r.value()));
+  // Over HTTP every request is authenticated, and the HTTP options mean nothing over stdio.
+  CHECK(error_of({"mcp", "--listen", "127.0.0.1:8765"}) == error_kind::invalid_argument);
+  CHECK(error_of({"mcp", "--token-file", "t"}) == error_kind::invalid_argument);
+  CHECK(error_of({"mcp", "--max-concurrent", "0"}) == error_kind::invalid_limit);
+  auto listening = parse({"mcp", "--listen", "127.0.0.1:8765", "--token-file", "t"});
+  REQUIRE(listening.has_value());
+  CHECK(cli::needs_remote(listening.value()));
 }
