@@ -3,7 +3,7 @@
 // client over stdio, interleaved in one run with the bare interpreter started the same way (node's
 // spawn, which is how the client side would start anything). The interpreter is the system's
 // (/usr/bin/python3, what psych itself picks: a pyenv shim on PATH is skipped).
-//   node benchmarks/mcp_server.cjs --psych PATH --modules DIR [--rounds N] [--python PATH]
+//   node benchmarks/mcp_server.cjs --psych PATH --modules DIR [--rounds N] [--python PATH] [--backend NAME]
 // Prints BENCH lines: the medians, and the ratio.
 'use strict';
 const { createRequire } = require('node:module');
@@ -18,6 +18,7 @@ const psych = path.resolve(option('--psych'));
 const modules = path.resolve(option('--modules'));
 const rounds = Number(option('--rounds', '60'));
 const python = option('--python', '/usr/bin/python3');
+const backend = option('--backend', '');  // none: the strongest local backend, as psych mcp picks
 const fromModules = createRequire(path.join(modules, 'package.json'));
 const { Client } = fromModules('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = fromModules('@modelcontextprotocol/sdk/client/stdio.js');
@@ -40,7 +41,7 @@ function bare() {
 
 (async () => {
   const client = new Client({ name: 'psych-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: psych, args: ['mcp', '--pool', '2'], stderr: 'inherit' }));
+  await client.connect(new StdioClientTransport({ command: psych, args: ['mcp', '--pool', '2', ...(backend ? ['--backend', backend] : [])], stderr: 'inherit' }));
   const call = async () => {
     const began = process.hrtime.bigint();
     const result = await client.callTool({ name: 'run_code', arguments: { program: 'return 1' } });
@@ -62,7 +63,7 @@ function bare() {
   console.log(`BENCH mcp_run_code_return_1_median ${m.toFixed(2)} ms`);
   console.log(`BENCH bare_python_I_S_pass_median ${b.toFixed(2)} ms`);
   console.log(`BENCH mcp_run_code_to_bare_python ${(m / b).toFixed(3)} x`);
-  console.log(`(${rounds} rounds, interleaved; target: at most 0.6 x)`);
+  console.log(`(${backend || 'the strongest local backend'}, ${rounds} rounds, interleaved; target: at most 0.6 x)`);
 })().catch((error) => {
   console.error(error);
   process.exit(1);
