@@ -62,6 +62,24 @@ class server:
                     return message
         return None
 
+    def send_and_read_all(self, outgoing, sent, count, seconds):
+        """Writes the rest of `outgoing` (from byte `sent`, stdin non-blocking) while reading every
+        answer, until `count` are answered or `seconds` pass; stdin is blocking again after. The ids
+        answered."""
+        answered = set()
+        deadline = time.monotonic() + seconds
+        while (sent < len(outgoing) or len(answered) < count) and time.monotonic() < deadline:
+            if sent < len(outgoing):
+                try:
+                    sent += os.write(self.process.stdin.fileno(), outgoing[sent:sent + (1 << 16)])
+                except BlockingIOError:
+                    pass
+            for message in self.messages(0.01):
+                if "result" in message:
+                    answered.add(message["id"])
+        fcntl.fcntl(self.process.stdin, fcntl.F_SETFL, 0)
+        return answered
+
     def peak_memory(self):
         with open(f"/proc/{self.process.pid}/status") as status:
             for line in status:
@@ -108,22 +126,10 @@ def huge_line(psych):
 def flood(psych):
     s = server(psych)
     count = 20000
-    answered = set()
     fcntl.fcntl(s.process.stdin, fcntl.F_SETFL, os.O_NONBLOCK)
     outgoing = b"".join((json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}) + "\n").encode()
                         for i in range(count))
-    sent = 0
-    deadline = time.monotonic() + 60
-    while (sent < len(outgoing) or len(answered) < count) and time.monotonic() < deadline:
-        if sent < len(outgoing):
-            try:
-                sent += os.write(s.process.stdin.fileno(), outgoing[sent:sent + (1 << 16)])
-            except BlockingIOError:
-                pass
-        for message in s.messages(0.01):
-            if "result" in message:
-                answered.add(message["id"])
-    fcntl.fcntl(s.process.stdin, fcntl.F_SETFL, 0)
+    answered = s.send_and_read_all(outgoing, 0, count, seconds=60)
     check(len(answered) == count, f"every one of {count} pings sent at once is answered", len(answered))
     peak = s.peak_memory()
     check(peak < MEMORY_BOUND, f"psych's peak memory stayed at {peak >> 20} MiB", peak)
@@ -169,18 +175,7 @@ def never_reads(psych):
     peak = s.peak_memory()
     check(peak < MEMORY_BOUND, f"psych's peak memory stayed at {peak >> 20} MiB", peak)
     # Once the client reads, every request psych took is answered: an answer is never dropped.
-    answered = set()
-    deadline = time.monotonic() + 120
-    while (sent < len(outgoing) or len(answered) < count) and time.monotonic() < deadline:
-        if sent < len(outgoing):
-            try:
-                sent += os.write(s.process.stdin.fileno(), outgoing[sent:sent + (1 << 16)])
-            except BlockingIOError:
-                pass
-        for message in s.messages(0.01):
-            if "result" in message:
-                answered.add(message["id"])
-    fcntl.fcntl(s.process.stdin, fcntl.F_SETFL, 0)
+    answered = s.send_and_read_all(outgoing, sent, count, seconds=120)
     check(len(answered) == count, f"then all {count} are answered, none dropped", len(answered))
     s.still_serves()
     s.close()
