@@ -9,19 +9,16 @@
 #include <string>
 
 #include "psych/host/sandbox.hpp"
+#include "psych/host/secret_resolver.hpp"
 #include "psych/result.hpp"
 
 namespace psych {
-
-/// Where the bearer token comes from: called fresh for each execution and each describe(), so a
-/// rotated secret is picked up at once. It is the only source of the credential, which never
-/// appears in a result, a record, a log line, a URL, an error message or an exception.
-using secret_resolver = std::function<result<std::string>()>;
 
 struct remote_sandbox_options {
   /// "https://host:port". http:// is refused with a credential unless the host is loopback or
   /// allow_insecure_http says the network in between is trusted.
   std::string url;
+  /// The bearer token, resolved fresh for each execution and each describe().
   secret_resolver token;
   /// PEM file of the CA (or the self-signed certificate) the service's certificate must chain
   /// to; default: the system's trust store. The host name is always verified.
@@ -53,9 +50,5 @@ struct remote_sandbox_options {
 /// a URL that is not one, a credential over plaintext to a host that is not loopback, or a CA file
 /// that cannot be read. Nothing is sent until describe(), offer() or run().
 result<std::unique_ptr<sandbox>> remote_sandbox(remote_sandbox_options options);
-
-/// A secret_resolver that runs `command` with /bin/sh each time and takes its standard output,
-/// without the trailing newline (psych's --token-command). A failure never quotes the output.
-secret_resolver command_secret(std::string command);
 
 }  // namespace psych
