@@ -58,6 +58,19 @@ result<std::pair<std::string, std::vector<std::string>>> parse_mcp(std::string_v
   return std::pair{std::string(name), std::move(command)};
 }
 
+/// NAME=VALUE of a source reached over HTTP (--mcp-http, --a2a, --token-command-for).
+result<std::pair<std::string, std::string>> parse_named(std::string_view option, std::string_view value_name,
+                                                       std::string_view value) {
+  const auto equals = value.find('=');
+  if (equals == std::string_view::npos || equals == 0 || equals + 1 == value.size())
+    return fail_with(error_kind::invalid_argument, fmt::format("{} expects NAME={}, got '{}'", option, value_name, value));
+  const auto name = value.substr(0, equals);
+  if (name.find("__") != std::string_view::npos)
+    return fail_with(error_kind::invalid_argument,
+                     fmt::format("{}: the name '{}' cannot hold \"__\" (it separates source and tool)", option, name));
+  return std::pair{std::string(name), std::string(value.substr(equals + 1))};
+}
+
 template <named_enum E>
 std::string spellings_of(std::string_view separator) {
   return fmt::format("{}", fmt::join(enum_names<E>::spellings, separator));
@@ -106,6 +119,14 @@ auto mcp_into(std::vector<std::pair<std::string, std::vector<std::string>>>& ser
   return [&servers](std::string_view, std::string_view text) -> result<void> {
     PSYCH_TRY(auto server, parse_mcp(text));
     servers.push_back(std::move(server));
+    return success();
+  };
+}
+
+auto named_into(std::vector<std::pair<std::string, std::string>>& entries, std::string_view value_name) {
+  return [&entries, value_name](std::string_view option, std::string_view text) -> result<void> {
+    PSYCH_TRY(auto entry, parse_named(option, value_name, text));
+    entries.push_back(std::move(entry));
     return success();
   };
 }
@@ -190,14 +211,28 @@ void add_limit_options(CLI::App& app, code_execution_limits& limits, output_poli
 }
 
 void add_upstream_options(CLI::App& app, std::vector<std::pair<std::string, std::vector<std::string>>>& servers,
-                          std::string& config_path) {
+                          std::string& config_path, http_sources_choice& http) {
   add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(servers),
                 "start an MCP server over stdio (COMMAND split at spaces; use --mcp-config for an argument "
                 "with a space); the program calls its tools as NAME__tool (call_tool, aliases, TOOLS); repeatable");
   app.add_option("--mcp-config", config_path,
                  "MCP servers from a JSON file in the MCP clients' format: {\"mcpServers\": {NAME: {\"command\": "
-                 "..., \"args\": [...], \"env\": {...}}}}")
+                 "..., \"args\": [...], \"env\": {...}}}} (or {\"type\": \"http\", \"url\": ..., \"tokenCommand\": "
+                 "...}); \"a2aPeers\" and \"httpTools\" beside it")
       ->type_name("FILE");
+  add_converted(app, "--mcp-http", "NAME=URL", named_into(http.mcp_http, "URL"),
+                "reach an MCP server over Streamable HTTP; the program calls its tools as NAME__tool; repeatable");
+  add_converted(app, "--a2a", "NAME=URL", named_into(http.a2a, "URL"),
+                "reach an A2A peer (its card at URL/.well-known/agent-card.json); each skill is a tool NAME__skill; "
+                "repeatable");
+  app.add_option_function<std::string>(
+         "--http-tools", [&http](const std::string& path) { http.http_tools_files.push_back(path); },
+         "HTTP endpoints declared as tools in a JSON file (docs/http-tools.md); repeatable")
+      ->type_name("FILE")
+      ->trigger_on_parse();
+  add_converted(app, "--token-command-for", "NAME=COMMAND", named_into(http.token_commands, "COMMAND"),
+                "the credential of the --mcp-http server or --a2a peer NAME: a shell command printing it, run for "
+                "each request; repeatable");
 }
 
 void add_run_options(CLI::App& app, run_command& run) {
@@ -217,7 +252,7 @@ void add_run_options(CLI::App& app, run_command& run) {
   add_converted(app, "--preserve", spellings_of<output_preservation>("|"), enum_into(run.output.preserve),
                 "when_available (default), or required: fail when nothing can preserve");
   app.add_flag("--collect-artifacts", run.collect_artifacts, "return the files the program leaves in its workspace");
-  add_upstream_options(app, run.mcp_servers, run.mcp_config_path);
+  add_upstream_options(app, run.mcp_servers, run.mcp_config_path, run.http_sources);
   add_deployment_options(app, run.allow_same_uid, run.config_path);
   add_remote_options(app, run.remote);
   app.add_option("PROGRAM", run.program_path, "the Python file to run, or - for standard input")
@@ -262,7 +297,7 @@ void add_mcp_options(CLI::App& app, mcp_command& mcp) {
                 "minimum isolation of every program (default process)");
   add_backend_options(app, mcp.backend, mcp.image, mcp.container_runtime);
   add_limit_options(app, mcp.limits, mcp.output);
-  add_upstream_options(app, mcp.mcp_servers, mcp.mcp_config_path);
+  add_upstream_options(app, mcp.mcp_servers, mcp.mcp_config_path, mcp.http_sources);
   add_converted(app, "--connect-seconds", "S", seconds_into(mcp.connect_seconds),
                 "how long each --mcp server's start-up may take (default 30)");
   app.add_option("--blob-dir", mcp.blob_dir,
@@ -391,8 +426,10 @@ result<command> parse(std::span<const std::string_view> args) {
 
 bool needs_remote(const command& parsed) {
   if (std::holds_alternative<serve_command>(parsed)) return true;
-  if (const auto* as_mcp = std::get_if<mcp_command>(&parsed)) return !as_mcp->listen.empty();
-  if (const auto* as_run = std::get_if<run_command>(&parsed)) return !as_run->remote.url.empty();
+  if (const auto* as_mcp = std::get_if<mcp_command>(&parsed))
+    return !as_mcp->listen.empty() || as_mcp->http_sources.any();
+  if (const auto* as_run = std::get_if<run_command>(&parsed))
+    return !as_run->remote.url.empty() || as_run->http_sources.any();
   if (const auto* as_describe = std::get_if<describe_command>(&parsed)) return !as_describe->remote.url.empty();
   return false;
 }

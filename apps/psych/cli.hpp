@@ -25,6 +25,18 @@ struct remote_choice {
   std::optional<double> connect_seconds;
 };
 
+/// The binding sources reached over HTTP, which psych-remote starts (psych hands the command over):
+/// MCP servers over Streamable HTTP, A2A peers, HTTP tools (docs/http-sources.md).
+struct http_sources_choice {
+  std::vector<std::pair<std::string, std::string>> mcp_http;  ///< --mcp-http NAME=URL
+  std::vector<std::pair<std::string, std::string>> a2a;       ///< --a2a NAME=URL
+  std::vector<std::string> http_tools_files;                  ///< --http-tools FILE
+  /// --token-command-for NAME=COMMAND: the credential of the --mcp-http server or --a2a peer NAME,
+  /// printed by COMMAND (run with /bin/sh for every request).
+  std::vector<std::pair<std::string, std::string>> token_commands;
+  [[nodiscard]] bool any() const { return !mcp_http.empty() || !a2a.empty() || !http_tools_files.empty(); }
+};
+
 struct run_command {
   bool json = false;
   /// --stream / --no-stream: the output printed as it arrives. Neither: only when standard output
@@ -46,6 +58,7 @@ struct run_command {
   std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;
   /// --mcp-config FILE: more servers, in the MCP clients' {"mcpServers": {...}} format (mcp_servers.hpp).
   std::string mcp_config_path;
+  http_sources_choice http_sources;
   remote_choice remote;
 };
 
@@ -90,6 +103,7 @@ struct mcp_command {
   std::string tenant = "default";
   std::vector<std::pair<std::string, std::vector<std::string>>> mcp_servers;  ///< --mcp, as psych run's
   std::string mcp_config_path;
+  http_sources_choice http_sources;
   std::optional<double> connect_seconds;  ///< each upstream server's start-up (default 30 s)
   std::uint64_t max_concurrent = 4;       ///< run_code calls at once per session
   std::uint64_t pool = 2;                 ///< prepared sandboxes kept warm (local backends)
@@ -114,8 +128,10 @@ using command = std::variant<run_command, describe_command, serve_command, mcp_c
 /// invalid_argument (anything else), each naming the option and what it got.
 result<command> parse(std::span<const std::string_view> args);
 
-/// serve, mcp with --listen, and run or describe with --remote: the commands that need TLS and
-/// HTTP, which psych hands to psych-remote (remote_commands.hpp).
+/// serve, mcp with --listen, run or describe with --remote, and run or mcp with a binding source
+/// over HTTP named by a flag: the commands that need TLS and HTTP, which psych hands to psych-remote
+/// (remote_commands.hpp). One whose --mcp-config names such a source is handed over too, once the
+/// file is read (mcp_servers.hpp, config_reaches_http).
 bool needs_remote(const command& parsed);
 
 }  // namespace psych::cli

@@ -81,6 +81,33 @@ result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<
   return std::move(source).value();
 }
 
+started_upstream::~started_upstream() {
+  all_.reset();
+  while (!owners_.empty()) owners_.pop_back();
+}
+
+void started_upstream::seal() {
+  if (!parts_.empty()) all_ = std::make_unique<binding_sources>(parts_);
+}
+
+result<std::unique_ptr<started_upstream>> start_upstream(const upstream_config& config,
+                                                         std::optional<std::chrono::milliseconds> start_timeout,
+                                                         const http_source_starter& start_http) {
+  auto started = std::make_unique<started_upstream>();
+  if (!config.stdio_servers.empty()) {
+    PSYCH_TRY(auto stdio, start_mcp_servers(config.stdio_servers, start_timeout));
+    started->add(std::move(stdio), "mcp");
+  }
+  if (config.reaches_http()) {
+    if (!start_http)
+      return fail_with(error_kind::invalid_argument,
+                       "--mcp-http, --a2a and --http-tools are psych-remote's to reach (psych hands them over)");
+    PSYCH_TRY(start_http(config, start_timeout, *started));
+  }
+  started->seal();
+  return started;
+}
+
 int fail_usage(const error& e) {
   // The message can quote a path, a config file or an MCP server's words.
   fmt::print(stderr, "psych: {}\n", terminal_text(e.message()));
@@ -120,7 +147,7 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
   return local;
 }
 
-int run(const run_command& given, const remote_opener& open_remote) {
+int run(const run_command& given, const remote_opener& open_remote, const http_source_starter& start_http) {
   auto program = read_program(given.program_path);
   if (!program) return fail_usage(program.error());
   auto options = sandbox_options(given.config_path, given.allow_same_uid);
@@ -147,14 +174,11 @@ int run(const run_command& given, const remote_opener& open_remote) {
     if (!opened) return fail_usage(opened.error());
     blobs = std::move(opened).value();
   }
-  std::unique_ptr<mcp_binding_source> mcp;
-  auto mcp_servers = mcp_servers_of(given);
-  if (!mcp_servers) return fail_usage(mcp_servers.error());
-  if (!mcp_servers.value().empty()) {
-    auto started = start_mcp_servers(mcp_servers.value(), start_budget(given.remote.connect_seconds));
-    if (!started) return fail_usage(started.error());
-    mcp = std::move(started).value();
-  }
+  auto upstream = upstream_of(given);
+  if (!upstream) return fail_usage(upstream.error());
+  auto sources = start_upstream(upstream.value(), start_budget(given.remote.connect_seconds), start_http);
+  if (!sources) return fail_usage(sources.error());
+  tool_catalogue* const catalogue = sources.value()->catalogue();
   auto terms = std::get<execution_terms>(decision);
   terms.output = given.output;
   if (given.collect_artifacts) terms.artifacts.collection = artifact_collection::collect;
@@ -164,7 +188,8 @@ int run(const run_command& given, const remote_opener& open_remote) {
   const auto result = sandbox.value()->run(
       {.program = std::move(program).value(), .terms = terms,
        .filename = given.program_path == "-" ? "<stdin>" : given.program_path,
-       .bindings = mcp ? mcp->offered_now() : std::vector<binding>{}, .invoker = mcp.get(), .blobs = blobs.get(),
+       .bindings = catalogue ? catalogue->offered_now() : std::vector<binding>{},
+       .invoker = sources.value()->invoker(), .blobs = blobs.get(),
        .tenant = given.tenant, .live_output = streaming ? &printer : nullptr},
       canceller.token());
   printer.finish();

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "mcp_servers.hpp"
+#include "psych/host/binding_sources.hpp"
 #include "psych/host/mcp.hpp"
 #include "psych/host/sandbox.hpp"
 
@@ -25,6 +27,43 @@ std::optional<std::chrono::milliseconds> start_budget(std::optional<double> seco
 /// A server that does not start is invalid_argument naming it: nothing runs without its tools.
 result<std::unique_ptr<mcp_binding_source>> start_mcp_servers(const std::vector<mcp_server_config>& servers,
                                                               std::optional<std::chrono::milliseconds> start_timeout);
+
+/// Every binding source a command started, owned together and offered as one catalogue and
+/// invoker (binding_sources: a name two sources offer is offered by neither). Destroyed in the
+/// reverse order of their start, the combined view first.
+class started_upstream {
+ public:
+  started_upstream() = default;
+  ~started_upstream();
+  started_upstream(const started_upstream&) = delete;
+  started_upstream& operator=(const started_upstream&) = delete;
+
+  template <class Source>
+  void add(std::unique_ptr<Source> source, std::string label) {
+    parts_.push_back(binding_source::of(*source, std::move(label)));
+    owners_.push_back(std::shared_ptr<Source>(std::move(source)));
+  }
+  /// Makes the combined view; call once every source is added. Null views when none was.
+  void seal();
+  [[nodiscard]] tool_catalogue* catalogue() const { return all_.get(); }
+  [[nodiscard]] tool_invoker* invoker() const { return all_.get(); }
+
+ private:
+  std::vector<std::shared_ptr<void>> owners_;
+  std::vector<binding_source> parts_;
+  std::unique_ptr<binding_sources> all_;
+};
+
+/// How the sources reached over HTTP are started: psych-remote's (http_sources.cpp). psych passes
+/// none: it hands every command naming one to psych-remote before one runs.
+using http_source_starter = std::function<result<void>(
+    const upstream_config& config, std::optional<std::chrono::milliseconds> start_timeout, started_upstream& into)>;
+
+/// Starts every source of `config` (the HTTP ones with `start_http`), each within `start_timeout`.
+/// Any that does not start is invalid_argument naming it: nothing runs without its tools.
+result<std::unique_ptr<started_upstream>> start_upstream(const upstream_config& config,
+                                                         std::optional<std::chrono::milliseconds> start_timeout,
+                                                         const http_source_starter& start_http);
 
 /// Prints e on standard error, its text made safe for a terminal; returns usage_error.
 int fail_usage(const error& e);
@@ -43,10 +82,10 @@ result<std::unique_ptr<sandbox>> chosen_sandbox(const local_sandbox_options& opt
                                                 const std::string& runtime, const remote_choice& remote = {},
                                                 const remote_opener& open_remote = {});
 
-int run(const run_command& given, const remote_opener& open_remote);
+int run(const run_command& given, const remote_opener& open_remote, const http_source_starter& start_http = {});
 int describe(const describe_command& given, const remote_opener& open_remote);
 
 /// psych mcp over stdio (mcp_command.cpp); --listen is psych-remote's (remote_commands.hpp).
-int mcp_stdio(const mcp_command& given);
+int mcp_stdio(const mcp_command& given, const http_source_starter& start_http = {});
 
 }  // namespace psych::cli

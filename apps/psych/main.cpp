@@ -17,6 +17,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "mcp_servers.hpp"
 #include "remote_commands.hpp"
 
 namespace {
@@ -27,7 +28,7 @@ int psych_main(int argc, char** argv) {
   const auto parsed = parse(args);
   if (!parsed) return fail_usage(parsed.error());
   const command& chosen = parsed.value();
-  if (needs_remote(chosen)) return run_remote(chosen, argv);
+  if (needs_remote(chosen) || config_reaches_http(chosen)) return run_remote(chosen, argv);
   if (const auto* help = std::get_if<help_command>(&chosen)) {
     fmt::print("{}", help->text);
     return completed;

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mcp_servers.hpp"
 
 // psych's version, from the main build's project(); the Windows project, which has none, says this.
 #ifndef PSYCH_VERSION_TEXT
@@ -51,7 +50,7 @@ mcp_deployment::~mcp_deployment() {
   }
 }
 
-result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given) {
+result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given, const http_source_starter& start_http) {
   auto made = std::make_unique<mcp_deployment>();
   PSYCH_TRY(auto options, sandbox_options(given.config_path, given.allow_same_uid));
   if (!given.backend.empty()) options.backend = given.backend;
@@ -59,10 +58,8 @@ result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given) {
   options.pool.size = static_cast<std::size_t>(given.pool);
   PSYCH_TRY(made->backend, chosen_sandbox(options, given.image, given.container_runtime));
 
-  PSYCH_TRY(auto servers, mcp_servers_of(given.mcp_servers, given.mcp_config_path));
-  if (!servers.empty()) {
-    PSYCH_TRY(made->upstream, start_mcp_servers(servers, start_budget(given.connect_seconds)));
-  }
+  PSYCH_TRY(auto upstream, upstream_of(given.mcp_servers, given.mcp_config_path, given.http_sources));
+  PSYCH_TRY(made->upstream, start_upstream(upstream, start_budget(given.connect_seconds), start_http));
 
   std::string blob_dir = given.blob_dir;
   if (blob_dir.empty()) {
@@ -81,8 +78,8 @@ result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given) {
   auto& server = made->options;
   server.backend = made->backend.get();
   server.ask = {.isolation = given.isolation, .limits = given.limits, .output = given.output};
-  server.catalogue = made->upstream.get();
-  server.invoker = made->upstream.get();
+  server.catalogue = made->upstream->catalogue();
+  server.invoker = made->upstream->invoker();
   server.blobs = made->blobs.get();
   if (given.max_calls) server.budget.max_calls = *given.max_calls;
   if (given.max_session_calls) server.budget.max_run_calls = *given.max_session_calls;
@@ -93,8 +90,8 @@ result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given) {
   return made;
 }
 
-int mcp_stdio(const mcp_command& given) {
-  auto prepared = prepare_mcp(given);
+int mcp_stdio(const mcp_command& given, const http_source_starter& start_http) {
+  auto prepared = prepare_mcp(given, start_http);
   if (!prepared) return fail_usage(prepared.error());
   auto served = serve_mcp_stdio(prepared.value()->options, 0, 1);
   if (!served) return fail_usage(served.error());

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "http_sources.hpp"
 #include "mcp_command.hpp"
 #include "psych/host/mcp_http_server.hpp"
 #include "psych/host/remote_sandbox.hpp"
@@ -127,7 +128,7 @@ int mcp_listen(const mcp_command& given) {
   if (!listen) return fail_usage(listen.error());
   // Before prepare_mcp: the upstream servers it starts must not take the signals either.
   const auto signals = block_server_signals();
-  auto prepared = prepare_mcp(given);
+  auto prepared = prepare_mcp(given, start_http_sources);
   if (!prepared) return fail_usage(prepared.error());
   mcp_http_options http{.listen_host = listen.value().first,
                         .port = listen.value().second,
@@ -150,9 +151,10 @@ int mcp_listen(const mcp_command& given) {
 }  // namespace
 
 int run_remote(const command& parsed, char**) {
-  if (const auto* run_it = std::get_if<run_command>(&parsed)) return run(*run_it, remote_backend);
+  if (const auto* run_it = std::get_if<run_command>(&parsed)) return run(*run_it, remote_backend, start_http_sources);
   if (const auto* describe_it = std::get_if<describe_command>(&parsed)) return describe(*describe_it, remote_backend);
-  if (const auto* mcp_it = std::get_if<mcp_command>(&parsed)) return mcp_listen(*mcp_it);
+  if (const auto* mcp_it = std::get_if<mcp_command>(&parsed))
+    return mcp_it->listen.empty() ? mcp_stdio(*mcp_it, start_http_sources) : mcp_listen(*mcp_it);
   return serve(std::get<serve_command>(parsed));
 }
 
