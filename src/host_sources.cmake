@@ -101,7 +101,10 @@ set(psych_remote_sources
   host/mcp_server/mcp_http_reply.cpp
   host/mcp_server/mcp_http_sessions.cpp
   host/mcp_server/mcp_http_requests.cpp
-  host/mcp_server/mcp_http.cpp)
+  host/mcp_server/mcp_http.cpp
+  # The egress seam of the binding sources over HTTP (MCP Streamable HTTP, A2A, HTTP tools).
+  host/http/egress.cpp
+  host/http/sse_reader.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()
