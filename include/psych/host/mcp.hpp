@@ -130,6 +130,9 @@ struct mcp_server_config {
   std::map<std::string, std::string> environment;
   /// Per request: each page of tools/list, each tools/call; and initialize unless start_timeout is set.
   std::chrono::milliseconds timeout{30000};
+  /// The protocol version asked for in `initialize`: "2025-06-18" or "2025-11-25" (invalid_config
+  /// otherwise). The server may answer another; the client takes what it answers.
+  std::string protocol_version = "2025-06-18";
   /// The start-up budget: mcp_client::start() returns within it (the spawn and the initialize
   /// handshake), whatever the server does, plus the stop of a server that did not answer
   /// (~mcp_client, at most 2 s). Unset: `timeout`.

@@ -5,6 +5,7 @@
 // transport is in mcp_http_client.cpp (psych::remote).
 #include "psych/host/mcp.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "os/child_process.hpp"
 #include "os/host_environment.hpp"
@@ -101,7 +103,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::string_view protocol_version_asked = "2025-06-18";
+/// The protocol versions a client may ask for: those whose rules it keeps.
+constexpr std::array<std::string_view, 2> versions_spoken{"2025-06-18", "2025-11-25"};
 constexpr std::size_t max_pages = 100;
 constexpr std::size_t max_tools = 10'000;
 constexpr std::size_t max_line_bytes = std::size_t{16} << 20;
@@ -153,6 +156,10 @@ mcp_result<void> check_session_config(const mcp_server_config& config) {
   if (config.start_timeout && *config.start_timeout <= std::chrono::milliseconds::zero())
     return fail(mcp_error_kind::invalid_config,
                 fmt::format("the server {} has a start_timeout that is not positive", config.name));
+  if (std::find(versions_spoken.begin(), versions_spoken.end(), config.protocol_version) == versions_spoken.end())
+    return fail(mcp_error_kind::invalid_config,
+                fmt::format("the server {} is to be asked for protocol version \"{}\"; psych speaks {}", config.name,
+                            protocol::detail::excerpt(config.protocol_version, 40), fmt::join(versions_spoken, " and ")));
   return boost::outcome_v2::success();
 }
 
@@ -264,7 +271,7 @@ struct mcp_client::state {
   /// initialize (which may not be cancelled: the MCP lifecycle), then notifications/initialized.
   mcp_result<void> handshake(std::chrono::milliseconds timeout) {
     const std::string params = protocol::encode_json(mcp_wire::initialize_params{
-        .protocolVersion = std::string(protocol_version_asked),
+        .protocolVersion = config.protocol_version,
         .capabilities = {},
         .clientInfo = {.name = "psych", .version = "0.1.0"}});
     auto answer = transport->request("initialize", params, timeout, {}, /*cancellable=*/false);
