@@ -104,7 +104,9 @@ set(psych_remote_sources
   host/mcp_server/mcp_http.cpp
   # The egress seam of the binding sources over HTTP (MCP Streamable HTTP, A2A, HTTP tools).
   host/http/egress.cpp
-  host/http/sse_reader.cpp)
+  host/http/sse_reader.cpp
+  host/mcp/mcp_http_answer.cpp
+  host/mcp/mcp_http_client.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()

@@ -1,10 +1,11 @@
 #pragma once
 // MCP servers as binding sources: a client of one MCP server over the stdio transport
-// (newline-delimited JSON-RPC 2.0 on the server's stdin and stdout), and a binding source that
-// offers every tool of several servers as `server__tool`.
+// (newline-delimited JSON-RPC 2.0 on the server's stdin and stdout) or over Streamable HTTP
+// (mcp_http_client.hpp, in psych::remote), and a binding source that offers every tool of several
+// servers as `server__tool`.
 //
 // The header is light: RapidJSON, the pipes and the threads live in src/host (child_process,
-// json_rpc_peer, mcp_client, mcp_binding_source).
+// json_rpc_peer, mcp_transport, mcp_client, mcp_binding_source).
 #include <sys/types.h>  // pid_t
 
 #include <chrono>
@@ -19,15 +20,18 @@
 #include <string_view>
 #include <vector>
 
-#include <sys/types.h>
-
 #include <boost/outcome/basic_result.hpp>
 #include <boost/outcome/policy/terminate.hpp>
 
 #include "psych/host/bindings.hpp"
+#include "psych/host/secret_resolver.hpp"
 #include "psych/names.hpp"
 
 namespace psych {
+
+namespace host {
+class mcp_transport;  ///< how a session reaches its server (src/host/mcp/mcp_transport.hpp)
+}
 
 /// Why an MCP request produced no answer. Each kind carries the rule of when it is used.
 enum class mcp_error_kind {
@@ -60,14 +64,36 @@ enum class mcp_error_kind {
   cancelled,
   /// The arguments of a tool call are not one JSON object. Nothing was sent.
   invalid_arguments,
+
+  // Over Streamable HTTP only (mcp_http_client.hpp). Each spoils only its request: the client
+  // stays usable.
+
+  /// The server could not be reached (resolving, connecting, TLS). Nothing was sent.
+  unreachable,
+  /// The connection failed after the request may have reached the server (or the answer's stream
+  /// ended before the answer): whether it was acted on is unknown.
+  connection_lost,
+  /// The server answered with a redirect, which a POST never follows (it would send the request
+  /// twice), or the request would have left the server's origin.
+  refused,
+  /// The server answered 401 or 403: it refuses the credential. Its body is never quoted.
+  unauthorized,
+  /// The credential could not be resolved (the token command failed). Nothing was sent.
+  no_credential,
+  /// The server answered 404 to the session's id: the session is gone. The request is not sent
+  /// again; the next one starts a new session (initialize again).
+  session_expired,
+  /// The server answered another HTTP status (5xx, an unexpected 4xx); `rpc_code` is the status.
+  http_error,
 };
 PSYCH_ENUM_NAMES(mcp_error_kind, "invalid_config", "spawn_failed", "server_exited", "protocol_violation",
-                 "unusable", "rpc_error", "tool_failed", "timeout", "cancelled", "invalid_arguments");
+                 "unusable", "rpc_error", "tool_failed", "timeout", "cancelled", "invalid_arguments", "unreachable",
+                 "connection_lost", "refused", "unauthorized", "no_credential", "session_expired", "http_error");
 
 struct mcp_error {
   mcp_error_kind kind;
   std::string detail;
-  std::int64_t rpc_code = 0;  ///< the JSON-RPC error code, for rpc_error only
+  std::int64_t rpc_code = 0;  ///< the JSON-RPC error code, for rpc_error; the HTTP status, for http_error
 
   /// "kind: detail", the form every psych message takes.
   [[nodiscard]] std::string message() const {
@@ -82,17 +108,31 @@ struct mcp_error {
 template <class T>
 using mcp_result = boost::outcome_v2::basic_result<T, mcp_error, boost::outcome_v2::policy::terminate>;
 
-/// How to start one MCP server.
+/// How to start one MCP server, or reach one: a `command` (stdio, mcp_client::start) or a `url`
+/// (Streamable HTTP, start_mcp_http_client in mcp_http_client.hpp), never both.
 struct mcp_server_config {
   /// The server's name: the prefix of its bindings (`name__tool`). Must not contain "__".
   std::string name;
   /// The program and its arguments; a program without a slash is looked up on the host's PATH.
   std::vector<std::string> command;
+  /// A Streamable HTTP endpoint, e.g. https://tools.example/mcp. https unless the host is loopback
+  /// or allow_insecure_http is set.
+  std::string url;
+  /// Over HTTP: the bearer token (`Authorization: Bearer ...`), resolved fresh for every request.
+  /// Unset: no Authorization header.
+  secret_resolver token;
+  /// Over https: a PEM file of the CA the server's certificate must chain to (default: the system's).
+  std::optional<std::string> ca_file;
+  /// Over HTTP: allow http:// to a host that is not loopback (only on a network that is trusted).
+  bool allow_insecure_http = false;
   /// Added to the few variables a server inherits from the host (HOME, LOGNAME, PATH, SHELL, TERM,
   /// USER, LANG, as the MCP SDKs do): the host's secrets are not handed to a server unasked.
   std::map<std::string, std::string> environment;
   /// Per request: each page of tools/list, each tools/call; and initialize unless start_timeout is set.
   std::chrono::milliseconds timeout{30000};
+  /// The protocol version asked for in `initialize`: "2025-06-18" or "2025-11-25" (invalid_config
+  /// otherwise). The server may answer another; the client takes what it answers.
+  std::string protocol_version = "2025-06-18";
   /// The start-up budget: mcp_client::start() returns within it (the spawn and the initialize
   /// handshake), whatever the server does, plus the stop of a server that did not answer
   /// (~mcp_client, at most 2 s). Unset: `timeout`.
@@ -128,8 +168,14 @@ class mcp_client {
  public:
   /// Spawns the command in its own process group (stdin and stdout on pipes, stderr kept as a
   /// bounded tail, every other descriptor closed), then `initialize` (accepting whatever protocol
-  /// version the server answers) and `notifications/initialized`.
+  /// version the server answers) and `notifications/initialized`. A configuration with a `url` is
+  /// invalid_config here: an MCP server over HTTP is started with start_mcp_http_client.
   static mcp_result<std::unique_ptr<mcp_client>> start(const mcp_server_config& config);
+
+  /// The session (the handshake, then the requests) over a transport already set up: for the
+  /// transports of psych's own (start_mcp_http_client); the type is internal to psych.
+  static mcp_result<std::unique_ptr<mcp_client>> over(const mcp_server_config& config,
+                                                      std::unique_ptr<host::mcp_transport> transport);
 
   /// Closes the server's stdin and waits 1 s for it to exit, then SIGTERM to its process group, 1 s,
   /// SIGKILL, and reaps it. Only the process it started (by pid, before it is reaped) and its
@@ -152,9 +198,11 @@ class mcp_client {
   [[nodiscard]] const std::string& name() const noexcept;
   /// The protocol version the server answered in `initialize`.
   [[nodiscard]] const std::string& protocol_version() const noexcept;
-  /// The server's process id (its process group has the same id). Gone after destruction.
+  /// The server's process id (its process group has the same id). Gone after destruction. 0 for a
+  /// server over HTTP: it is no process of ours.
   [[nodiscard]] pid_t pid() const noexcept;
-  /// False once the client is unusable (the server exited or wrote something that is not MCP).
+  /// False once the client is unusable (the server exited or wrote something that is not MCP). A
+  /// client over HTTP stays usable: each request is an exchange of its own.
   [[nodiscard]] bool usable() const;
   /// True when the server said its tool list changed (notifications/tools/list_changed) since the
   /// last call of this function, or when it was never called.
@@ -174,8 +222,11 @@ class mcp_client {
 ///
 /// Outcomes: the raw `result` object, or tool_failed (`isError`, a JSON-RPC error), timeout,
 /// cancelled, unknown_tool (no server of that name), malformed_call (arguments not an object),
-/// unavailable_binding (the server was unusable before the call was sent), unknown_outcome (the
-/// server exited or broke the protocol with the call in flight: it may or may not have happened).
+/// unavailable_binding (the server was unusable before the call was sent, or over HTTP: could not
+/// be reached, refused the credential, redirected, lost the session), unknown_outcome (the server
+/// exited or broke the protocol with the call in flight, or over HTTP the connection failed after
+/// the call was sent or the server answered an HTTP error: it may or may not have happened). A
+/// tools/call is never sent twice.
 class mcp_binding_source final : public tool_catalogue, public tool_invoker {
  public:
   /// invalid_config for a server name that is empty, contains "__", or is used twice.

@@ -27,9 +27,20 @@ tool_outcome outcome_of(const mcp_error& e) {
     case mcp_error_kind::timeout: return tool_outcome::error(tool_error_kind::timeout, e.message());
     case mcp_error_kind::cancelled: return tool_outcome::error(tool_error_kind::cancelled, e.message());
     case mcp_error_kind::invalid_arguments: return tool_outcome::error(tool_error_kind::malformed_call, e.message());
-    case mcp_error_kind::unusable: return tool_outcome::error(tool_error_kind::unavailable_binding, e.message());
+    // Nothing reached the server, or it answered without acting (a redirect, a refused credential,
+    // a session it no longer knows): the call did not happen.
+    case mcp_error_kind::unusable:
+    case mcp_error_kind::unreachable:
+    case mcp_error_kind::no_credential:
+    case mcp_error_kind::refused:
+    case mcp_error_kind::unauthorized:
+    case mcp_error_kind::session_expired:
+      return tool_outcome::error(tool_error_kind::unavailable_binding, e.message());
+    // The call may have reached the server and been acted on: it is never sent again.
     case mcp_error_kind::server_exited:
-    case mcp_error_kind::protocol_violation: return tool_outcome::error(tool_error_kind::unknown_outcome, e.message());
+    case mcp_error_kind::protocol_violation:
+    case mcp_error_kind::connection_lost:
+    case mcp_error_kind::http_error: return tool_outcome::error(tool_error_kind::unknown_outcome, e.message());
     case mcp_error_kind::invalid_config:
     case mcp_error_kind::spawn_failed: break;
   }
