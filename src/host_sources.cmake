@@ -101,7 +101,11 @@ set(psych_remote_sources
   host/mcp_server/mcp_http_reply.cpp
   host/mcp_server/mcp_http_sessions.cpp
   host/mcp_server/mcp_http_requests.cpp
-  host/mcp_server/mcp_http.cpp)
+  host/mcp_server/mcp_http.cpp
+  host/http_tools/http_tool_request.cpp
+  host/http_tools/http_tool_response.cpp
+  host/http_tools/http_tool_file.cpp
+  host/http_tools/http_tool_source.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()
