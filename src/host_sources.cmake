@@ -106,7 +106,11 @@ set(psych_remote_sources
   host/http/egress.cpp
   host/http/sse_reader.cpp
   host/mcp/mcp_http_answer.cpp
-  host/mcp/mcp_http_client.cpp)
+  host/mcp/mcp_http_client.cpp
+  host/http_tools/http_tool_request.cpp
+  host/http_tools/http_tool_response.cpp
+  host/http_tools/http_tool_file.cpp
+  host/http_tools/http_tool_source.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()
