@@ -101,7 +101,12 @@ set(psych_remote_sources
   host/mcp_server/mcp_http_reply.cpp
   host/mcp_server/mcp_http_sessions.cpp
   host/mcp_server/mcp_http_requests.cpp
-  host/mcp_server/mcp_http.cpp)
+  host/mcp_server/mcp_http.cpp
+  host/a2a/peer_json.cpp
+  host/a2a/agent_card.cpp
+  host/a2a/task_wire.cpp
+  host/a2a/a2a_peer.cpp
+  host/a2a/a2a_binding_source.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()
