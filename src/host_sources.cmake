@@ -102,6 +102,9 @@ set(psych_remote_sources
   host/mcp_server/mcp_http_sessions.cpp
   host/mcp_server/mcp_http_requests.cpp
   host/mcp_server/mcp_http.cpp
+  # The egress seam of the binding sources over HTTP (MCP Streamable HTTP, A2A, HTTP tools).
+  host/http/egress.cpp
+  host/http/sse_reader.cpp
   host/a2a/peer_json.cpp
   host/a2a/agent_card.cpp
   host/a2a/task_wire.cpp

@@ -46,8 +46,14 @@ enum class egress_error_kind {
   /// The connection failed after the request was written (or while it was).
   connection_lost,
 };
-PSYCH_ENUM_NAMES(egress_error_kind, "refused", "unreachable", "timeout", "cancelled", "too_large", "malformed",
+}  // namespace psych::host
+
+namespace psych {
+PSYCH_ENUM_NAMES(host::egress_error_kind, "refused", "unreachable", "timeout", "cancelled", "too_large", "malformed",
                  "connection_lost");
+}  // namespace psych
+
+namespace psych::host {
 
 struct egress_error {
   egress_error_kind kind;
