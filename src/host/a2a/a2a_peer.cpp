@@ -30,11 +30,7 @@ std::string card_target(const std::string& base) {
   return target + std::string(card_path);
 }
 
-std::string excerpt_of(std::string_view text) {
-  std::string cut = protocol::excerpt(text, quoted_body_bytes);
-  if (cut.size() < text.size()) cut += "...";
-  return cut;
-}
+std::string excerpt_of(std::string_view text) { return protocol::detail::excerpt(text, quoted_body_bytes); }
 
 /// The outcome of a task in a state that ends the call.
 tool_outcome final_outcome(std::string_view what, task_answer& task) {

@@ -1,6 +1,7 @@
 #include "a2a/task_wire.hpp"
 
 #include <array>
+#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -106,7 +107,7 @@ std::string status_text_of(a2a_dialect dialect, const rapidjson::Value* status) 
     joined += piece;
     if (joined.size() > max_status_text_bytes) break;
   }
-  if (joined.size() > max_status_text_bytes) joined = protocol::excerpt(joined, max_status_text_bytes) + "...";
+  if (joined.size() > max_status_text_bytes) joined = protocol::detail::excerpt(joined, max_status_text_bytes);
   return joined;
 }
 
@@ -261,12 +262,12 @@ answer_result read_answer(a2a_dialect dialect, std::string_view body, std::int64
   if (!null_id_error && (answered == nullptr || !answered->IsInt64() || answered->GetInt64() != id))
     return boost::outcome_v2::failure(answer_error{
         answer_fault::wrong_id,
-        fmt::format("the answer is to request {}, not {}", answered ? protocol::excerpt(json_of(*answered), 40) : "(none)", id)});
+        fmt::format("the answer is to request {}, not {}", answered ? protocol::detail::excerpt(json_of(*answered), 40) : "(none)", id)});
   if (error != nullptr) {
     if (!error->IsObject()) return malformed("a JSON-RPC error that is not an object");
     const rapidjson::Value* code = member(*error, "code");
     return boost::outcome_v2::failure(answer_error{answer_fault::rpc_error,
-                                                   protocol::excerpt(string_member(*error, "message"), max_status_text_bytes),
+                                                   protocol::detail::excerpt(string_member(*error, "message"), max_status_text_bytes),
                                                    code && code->IsInt64() ? code->GetInt64() : 0});
   }
   const rapidjson::Value* result = member(document, "result");

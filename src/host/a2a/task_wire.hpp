@@ -27,8 +27,14 @@ enum class a2a_task_state {
   /// A spelling psych does not know (or none): never taken for a terminal state.
   unknown,
 };
-PSYCH_ENUM_NAMES(a2a_task_state, "submitted", "working", "completed", "failed", "canceled", "rejected",
+}  // namespace psych::host
+
+namespace psych {
+PSYCH_ENUM_NAMES(host::a2a_task_state, "submitted", "working", "completed", "failed", "canceled", "rejected",
                  "input_required", "auth_required", "unknown");
+}  // namespace psych
+
+namespace psych::host {
 
 a2a_task_state task_state_of(std::string_view spelling);
 
@@ -70,7 +76,13 @@ enum class answer_fault {
   /// A JSON-RPC error object: `code` and the message in the detail.
   rpc_error,
 };
-PSYCH_ENUM_NAMES(answer_fault, "malformed", "wrong_id", "rpc_error");
+}  // namespace psych::host
+
+namespace psych {
+PSYCH_ENUM_NAMES(host::answer_fault, "malformed", "wrong_id", "rpc_error");
+}  // namespace psych
+
+namespace psych::host {
 
 struct answer_error {
   answer_fault fault;
