@@ -13,6 +13,9 @@
 // drip          SendMessage's answer arrives one byte a second
 // huge_answer   GetTask's answer never ends
 // v0_3          a well-behaved A2A 0.3 peer: message/send, tasks/get, tasks/cancel, kebab-case states
+// endless_event (streaming) SendStreamingMessage's one SSE event never ends
+// stream_drip   (streaming) the stream names the task, then drips a byte a second; CancelTask is logged
+// stream_cut    (streaming) the stream names the task and closes; GetTask then finds it completed
 //
 // Listens on 127.0.0.1, port 0, and writes the port to --port-file once listening. Appends
 // "METHOD" for each JSON-RPC request and "cancel TASK-ID" for each cancel to --log.
@@ -27,6 +30,7 @@ const log = (line) => fs.appendFileSync(logFile, line + '\n');
 
 let port = 0;
 const v03 = mode === 'v0_3';
+const streams = ['endless_event', 'stream_drip', 'stream_cut'].includes(mode);
 function card() {
   const skills = [{ id: 'work', name: 'work', description: 'Does some work.' }, { id: 'ask', name: 'ask', description: 'Asks.' }];
   if (v03)
@@ -34,7 +38,7 @@ function card() {
              capabilities: {}, skills };
   const url = mode === 'foreign_card' ? 'http://127.0.0.1:1/rpc' : `http://127.0.0.1:${port}/rpc`;
   return { name: 'hostile peer', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-           capabilities: { streaming: false }, skills };
+           capabilities: { streaming: streams }, skills };
 }
 
 const task = (id, state, extra = {}) => ({ id, contextId: 'c', status: { state, ...extra } });
@@ -79,6 +83,24 @@ function rpc(req, res, request) {
       if (method === 'SendMessage') return answer(res, id, { task: task('t-huge', 'TASK_STATE_SUBMITTED') });
       if (method === 'CancelTask') { log(`cancel ${params.id}`); return answer(res, id, task(params.id, 'TASK_STATE_CANCELED')); }
       return flood(res, `{"jsonrpc":"2.0","id":${id},"result":{"id":"t-huge","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"parts":[{"text":"`);
+    case 'endless_event':
+      if (method !== 'SendStreamingMessage') break;
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      return flood(res, 'data: {"jsonrpc":"2.0","id":' + id + ',"result":{"task":{"id":"', false);
+    case 'stream_drip':
+    case 'stream_cut': {
+      const tid = `t-${mode}`;
+      if (method === 'CancelTask') { log(`cancel ${params.id}`); return answer(res, id, task(params.id, 'TASK_STATE_CANCELED')); }
+      if (method === 'GetTask')
+        return answer(res, id, { ...task(tid, 'TASK_STATE_COMPLETED'), artifacts: [{ artifactId: 'a', parts: [{ text: 'after the cut' }] }] });
+      if (method !== 'SendStreamingMessage') break;
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { task: task(tid, 'TASK_STATE_SUBMITTED') } })}\n\n`);
+      if (mode === 'stream_cut') return res.end();
+      const timer = setInterval(() => res.write(':'), 1000);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
     case 'v0_3': {
       if (method === 'message/send') {
         const skill = params.message.metadata?.skill;
@@ -107,8 +129,8 @@ function rpc(req, res, request) {
 }
 
 /// Writes `prefix` then 'x' until 1 GiB is written or the client goes away, at the client's pace.
-function flood(res, prefix) {
-  res.writeHead(200, { 'Content-Type': 'application/json' });
+function flood(res, prefix, head = true) {
+  if (head) res.writeHead(200, { 'Content-Type': 'application/json' });
   const chunk = Buffer.alloc(64 * 1024, 'x');
   let written = 0;
   res.write(prefix);

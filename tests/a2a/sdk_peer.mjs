@@ -6,7 +6,7 @@
 //   node sdk_peer.mjs --modules DIR --port-file FILE --log FILE [--token TOKEN] [--streaming]
 //
 // Listens on 127.0.0.1, port 0; writes the port to --port-file once listening. Appends one line per
-// event the test checks to --log: "call SKILL ARGUMENTS-JSON", "cancel TASK-ID". With --token, every
+// event the test checks to --log: "rpc METHOD", "call SKILL ARGUMENTS-JSON", "cancel TASK-ID". With --token, every
 // request (the card too) needs "Authorization: Bearer TOKEN", else 401.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -116,7 +116,8 @@ const listener = app.listen(0, '127.0.0.1', () => {
   const card = a2a.AgentCard.fromJSON(cardJson);
   const handler = new server.DefaultRequestHandler(card, new server.InMemoryTaskStore(), executor);
   app.use('/.well-known/agent-card.json', serverExpress.agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a', express.json({ limit: '4mb' }), serverExpress.jsonRpcHandler({ requestHandler: handler, userBuilder: serverExpress.UserBuilder.noAuthentication }));
+  const logMethod = (req, res, next) => { log(`rpc ${req.body?.method}`); next(); };
+  app.use('/a2a', express.json({ limit: '4mb' }), logMethod, serverExpress.jsonRpcHandler({ requestHandler: handler, userBuilder: serverExpress.UserBuilder.noAuthentication }));
   fs.writeFileSync(portFile + '.tmp', String(port));
   fs.renameSync(portFile + '.tmp', portFile);
 });

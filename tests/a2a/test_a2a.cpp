@@ -141,6 +141,8 @@ TEST_CASE("a call is one task: the arguments as a data part, the artifacts as th
     CHECK(std::string_view(parts[1]["data"]["echoed"]["text"].GetString()) == "hello there");
     CHECK(parts[1]["data"]["length"].GetInt() == 11);
     CHECK(peer.saw(R"(call echo {"text":"hello there"})"));
+    CHECK(peer.saw("rpc SendMessage"));
+    CHECK(peer.saw("rpc GetTask"));
   }
   SUBCASE("a skill whose id is no identifier") {
     const auto got = call(*source, "peer__word-count", R"({"text":"one two three"})");
@@ -189,6 +191,41 @@ TEST_CASE("a task past its deadline, or whose call is cancelled, gets a CancelTa
     REQUIRE_MESSAGE(got.outcome.ok, got.outcome.message);
     CHECK(json(got.outcome.value_json)["artifacts"][0]["parts"][0]["text"].GetString() == std::string("done"));
     CHECK_FALSE(peer.saw("cancel ", 0ms));
+  }
+}
+
+TEST_CASE("a peer that streams: the task followed through SendStreamingMessage's events") {
+  if (!sdk_installed()) return;
+  auto peer = sdk_peer({"--streaming"});
+  auto source = source_of(config_for(peer, 2000ms));
+  SUBCASE("text and data artifacts, from the artifact update") {
+    const auto got = call(*source, "peer__echo", R"({"text":"streamed"})");
+    REQUIRE_MESSAGE(got.outcome.ok, got.outcome.message);
+    const auto value = json(got.outcome.value_json);
+    CHECK(std::string_view(value["state"].GetString()) == "completed");
+    CHECK(std::string_view(value["artifacts"][0]["parts"][0]["text"].GetString()) == "echo: streamed");
+    CHECK(value["artifacts"][0]["parts"][1]["data"]["length"].GetInt() == 8);
+    CHECK(peer.saw("rpc SendStreamingMessage"));
+    CHECK_FALSE(peer.saw("rpc GetTask", 0ms));
+  }
+  SUBCASE("input required, from a status update") {
+    const auto got = call(*source, "peer__ask", "{}");
+    check_error(got, tool_error_kind::input_required);
+    CHECK(got.outcome.message.find("which city do you mean?") != std::string::npos);
+  }
+  SUBCASE("failed") { check_error(call(*source, "peer__refuse", "{}"), tool_error_kind::tool_failed); }
+  SUBCASE("timeout, with a CancelTask") {
+    const auto got = call(*source, "peer__slow", R"({"seconds":60})");
+    check_error(got, tool_error_kind::timeout);
+    CHECK(got.took >= 2000ms);
+    CHECK(got.took <= 2000ms + grace);
+    CHECK(peer.saw("cancel "));
+  }
+  SUBCASE("cancelled, with a CancelTask") {
+    const auto got = call(*source, "peer__slow", R"({"seconds":60})", 700ms);
+    check_error(got, tool_error_kind::cancelled);
+    CHECK(got.took <= 700ms + grace);
+    CHECK(peer.saw("cancel "));
   }
 }
 
@@ -341,6 +378,40 @@ TEST_CASE("a GetTask answer that never ends is refused at max_result_bytes, memo
   const long grew = peak_rss_kib() - before;
   MESSAGE("peak RSS grew by " << grew << " KiB reading an endless GetTask answer (max_result_bytes 1 MiB)");
   if (psych::testing::rss_is_meaningful) CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("a stream whose one event never ends is refused at its bound, memory bounded") {
+  auto peer = hostile_peer("endless_event");
+  const long before = peak_rss_kib();
+  auto config = config_for(peer);
+  config.max_result_bytes = 1 << 20;
+  auto source = source_of(config);
+  const auto got = call(*source, "peer__work", "{}");
+  check_error(got, tool_error_kind::unknown_outcome);
+  CHECK(got.outcome.message.find("too_large") != std::string::npos);
+  CHECK(peer.saw("flood stopped after "));
+  const long grew = peak_rss_kib() - before;
+  MESSAGE("peak RSS grew by " << grew << " KiB reading an endless SSE event (max_result_bytes 1 MiB)");
+  if (psych::testing::rss_is_meaningful) CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("a stream that drips after naming its task ends at the deadline, with a CancelTask") {
+  auto peer = hostile_peer("stream_drip");
+  auto source = source_of(config_for(peer, 2000ms));
+  const auto got = call(*source, "peer__work", "{}");
+  check_error(got, tool_error_kind::timeout);
+  CHECK(got.took >= 2000ms);
+  CHECK(got.took <= 2000ms + grace);
+  CHECK(peer.saw("cancel t-stream_drip"));
+}
+
+TEST_CASE("a stream cut before the task ends: GetTask follows it") {
+  auto peer = hostile_peer("stream_cut");
+  auto source = source_of(config_for(peer));
+  const auto got = call(*source, "peer__work", "{}");
+  REQUIRE_MESSAGE(got.outcome.ok, got.outcome.message);
+  CHECK(got.outcome.value_json.find("after the cut") != std::string::npos);
+  CHECK(peer.saw("GetTask"));
 }
 
 TEST_CASE("a 0.3 peer: message/send, tasks/get, kebab-case states") {

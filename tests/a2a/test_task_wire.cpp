@@ -185,4 +185,44 @@ TEST_CASE("a status message is cut to its bound") {
   REQUIRE(answer.has_value());
   CHECK(answer.value().status_text.size() <= max_status_text_bytes + 3);
 }
+TEST_CASE("a stream's events build the task: updates, appended artifacts, and what is refused") {
+  SUBCASE("1.0") {
+    task_stream events{a2a_dialect::v1_0, 4, 1 << 20};
+    const auto event = [](const std::string& result) { return R"({"jsonrpc":"2.0","id":4,"result":)" + result + "}"; };
+    CHECK(events.take(event(R"({"task":{"id":"t","status":{"state":"TASK_STATE_SUBMITTED"}}})")).has_value());
+    CHECK(events.task_id() == "t");
+    CHECK_FALSE(events.ended());
+    CHECK(events.take(event(R"({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a","name":"n","parts":[{"text":"one"}]}}})")).has_value());
+    CHECK(events.take(event(R"({"artifactUpdate":{"taskId":"t","append":true,"artifact":{"artifactId":"a","parts":[{"text":"two"}]}}})")).has_value());
+    CHECK(events.take(event(R"({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"b","parts":[{"data":1}]}}})")).has_value());
+    CHECK(events.take(event(R"({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"b","parts":[{"data":2}]}}})")).has_value());
+    CHECK(events.take(event(R"({"statusUpdate":{"taskId":"u","status":{"state":"TASK_STATE_COMPLETED"}}})")).error().fault ==
+          answer_fault::malformed);  // another task's
+    CHECK(events.take(event(R"({"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_COMPLETED"}}})")).has_value());
+    CHECK(events.ended());
+    CHECK(events.answer().result_json ==
+          R"({"task_id":"t","state":"completed","artifacts":[{"name":"n","parts":[{"text":"one"},{"text":"two"}]},{"parts":[{"data":2}]}]})");
+  }
+  SUBCASE("0.3") {
+    task_stream events{a2a_dialect::v0_3, 1, 1 << 20};
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t","status":{"state":"working"}}})").has_value());
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":1,"result":{"kind":"status-update","taskId":"t","status":{"state":"auth-required"}}})")
+              .has_value());
+    CHECK(events.ended());
+    CHECK(events.answer().state == a2a_task_state::auth_required);
+  }
+  SUBCASE("refused") {
+    task_stream events{a2a_dialect::v1_0, 4, 64};
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":4,"result":{"statusUpdate":{"taskId":"t","status":{}}}})").error().fault ==
+          answer_fault::malformed);  // an update before its task
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":5,"result":{"task":{"id":"t","status":{}}}})").error().fault == answer_fault::wrong_id);
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":4,"result":{"task":{"id":"t","status":{}}}})").has_value());
+    const std::string big(100, 'x');
+    CHECK(events.take(R"({"jsonrpc":"2.0","id":4,"result":{"artifactUpdate":{"taskId":"t","artifact":{"parts":[{"text":")" + big +
+                      R"("}]}}}})")
+              .error()
+              .fault == answer_fault::too_large);
+  }
+}
+
 TEST_SUITE_END();

@@ -1,6 +1,7 @@
 #pragma once
 // One A2A peer: its agent card, read through the egress client and kept, and a call of one of its
 // skills as one task, followed to its end within the call's deadline (docs/a2a.md, "A call").
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,10 +41,20 @@ class a2a_peer {
 
   struct exchange_context;  // one call's deadline, stop token and the tokens it sent, in a2a_peer.cpp
   tool_outcome run_call(exchange_context& context, std::string_view skill, std::string_view arguments_json);
+  /// SendStreamingMessage, its events read as they arrive until the task ends; a stream that
+  /// breaks or ends early leaves the task to follow().
+  tool_outcome stream_call(exchange_context& context, std::string_view what, std::string_view skill,
+                           std::string_view arguments_json);
+  /// The answer to SendMessage: a Message, a Task that ended, or a Task to follow.
+  tool_outcome after_send(exchange_context& context, std::string_view what, std::string_view body, std::int64_t id);
+  /// CancelTask, then the outcome `kind`, saying why and whether the peer accepted the cancel.
+  tool_outcome abandon(exchange_context& context, const std::string& task_id, tool_error_kind kind, std::string_view why);
   /// Follows the task to a state that ends the call, polling GetTask with a growing pause.
   tool_outcome follow(exchange_context& context, const std::string& task_id);
   /// CancelTask, best effort, with a deadline of its own: whether the peer accepted it.
   bool cancel(exchange_context& context, const std::string& task_id);
+  /// A JSON-RPC POST of `body`, with the credential resolved now.
+  egress_result<egress_request> request_for(exchange_context& context, std::string body, std::string_view accept);
   /// One JSON-RPC POST: the egress outcome, the body bounded by max_result_bytes.
   egress_result<egress_response> post(exchange_context& context, std::string body,
                                       std::chrono::steady_clock::time_point deadline, std::stop_token stop);
