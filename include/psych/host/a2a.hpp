@@ -1,7 +1,7 @@
 #pragma once
 // A2A peers as a binding source: each skill of each peer's agent card is the binding
-// `peer__skill`, and a call of it is one A2A task (SendMessage, followed to a terminal state with
-// GetTask, CancelTask when the call is abandoned). Protocol 1.0 and 0.3, JSON-RPC binding only;
+// `peer__skill`, and a call of it is one A2A task (SendMessage, followed to a terminal state by its
+// stream or with GetTask, CancelTask when the call is abandoned). Protocol 1.0 and 0.3, JSON-RPC binding only;
 // every request leaves through the egress client (one origin per peer). docs/a2a.md.
 //
 // The header is light: RapidJSON, Beast and the pool live in src/host/a2a.
