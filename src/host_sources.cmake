@@ -110,7 +110,12 @@ set(psych_remote_sources
   host/http_tools/http_tool_request.cpp
   host/http_tools/http_tool_response.cpp
   host/http_tools/http_tool_file.cpp
-  host/http_tools/http_tool_source.cpp)
+  host/http_tools/http_tool_source.cpp
+  host/a2a/peer_json.cpp
+  host/a2a/agent_card.cpp
+  host/a2a/task_wire.cpp
+  host/a2a/a2a_peer.cpp
+  host/a2a/a2a_binding_source.cpp)
 foreach(list psych_host_sources psych_host_re2_sources psych_host_no_re2_sources psych_host_posix_sources psych_host_windows_sources psych_remote_sources)
   list(TRANSFORM ${list} PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
 endforeach()

@@ -50,11 +50,14 @@ enum class tool_error_kind {
   /// An HTTP tool's server answered with a status that is not 2xx. The message starts with it
   /// ("HTTP 404: ..."), followed by an excerpt of the server's answer (none for 401 and 403).
   http_error,
+  /// The tool (an A2A peer's task) stopped to ask for input or authorisation, which a program
+  /// cannot give: have the model call it directly. The message is the peer's question.
+  input_required,
 };
 PSYCH_ENUM_NAMES(tool_error_kind, "unknown_tool", "unavailable_binding", "excluded_builtin", "denied",
                  "approval_required_in_program", "budget_exhausted", "argument_too_large",
                  "binding_result_too_large", "binding_result_not_paged", "tool_failed", "cancelled", "timeout",
-                 "unknown_outcome", "malformed_call", "http_error");
+                 "unknown_outcome", "malformed_call", "http_error", "input_required");
 
 /// The sentence a program author needs for each kind, in declaration order.
 inline constexpr std::array<std::string_view, enum_names<tool_error_kind>::spellings.size()> tool_error_guidance{
@@ -73,6 +76,7 @@ inline constexpr std::array<std::string_view, enum_names<tool_error_kind>::spell
     "The call may have happened before a worker died; it is counted and never re-run, so check before retrying.",
     "The call was malformed (arguments must be a JSON object); nothing was called.",
     "The HTTP server answered with an error status; the message starts with it (\"HTTP 404: ...\").",
+    "The tool stopped to ask for input or authorisation, which a program cannot give: have the model call it directly.",
 };
 
 constexpr std::string_view guidance_for(tool_error_kind kind) noexcept {
