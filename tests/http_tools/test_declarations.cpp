@@ -120,7 +120,7 @@ TEST_CASE("the JSON file: every member read, a credential taken from a command o
      "allow_insecure_http":false},
     {"name":"create","method":"POST","url":"http://127.0.0.1:8080/items","body":"json",
      "credential":{"env":"PSYCH_HTTP_TOOLS_TEST_TOKEN"}}]})");
-  REQUIRE_MESSAGE(parsed, parsed.error().message());
+  if (!parsed) FAIL(parsed.error().message());
   const auto& tools = parsed.value();
   REQUIRE(tools.size() == 2);
   const http_tool& get = tools[0];

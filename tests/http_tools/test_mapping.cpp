@@ -13,13 +13,13 @@ namespace {
 
 url_template template_of(std::string_view url) {
   auto parsed = parse_url_template(url);
-  REQUIRE_MESSAGE(parsed, parsed.error().message());
+  if (!parsed) FAIL(parsed.error().message());
   return parsed.value();
 }
 
 std::string target_of(std::string_view url, std::string_view arguments, std::vector<std::string> query = {}) {
   auto mapped = map_arguments(template_of(url), query, http_body_mapping::none, arguments);
-  REQUIRE_MESSAGE(mapped, mapped.error().message());
+  if (!mapped) FAIL(mapped.error().message());
   return mapped.value().target;
 }
 
