@@ -1,14 +1,14 @@
 // Declared HTTP tools as one binding source (http_tool_source in psych/host/http_tools.hpp): each
 // declaration checked once at create(), with an egress client of its own; each call mapped, sent
 // once, and its response or failure turned into the outcome a program can branch on.
-#include <boost/hana/adapt_struct.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
 #include <utility>
 
+#include <boost/beast/core/string.hpp>
+#include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
 #include "http/egress.hpp"
@@ -48,12 +48,6 @@ bool is_token(std::string_view text) {
 }
 
 bool holds_line_break(std::string_view text) { return text.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 /// One tool, checked, and the client of its origin.
 struct declared_tool {
@@ -97,7 +91,8 @@ result<declared_tool> checked(http_tool tool) {
     const http_credential& credential = *tool.credential;
     if (!is_token(credential.header))
       return invalid(fmt::format("the credential header '{}' is not a header name", host::peer_excerpt(credential.header, 60)));
-    if (std::ranges::find(reserved_headers, lowercase(credential.header)) != reserved_headers.end())
+    if (std::ranges::any_of(reserved_headers,
+                            [&](std::string_view name) { return boost::beast::iequals(name, credential.header); }))
       return invalid(fmt::format("the credential header cannot be {}: the request writes it itself", credential.header));
     if (holds_line_break(credential.prefix)) return invalid("the credential prefix holds a line break");
     if (!credential.resolve) return invalid("the credential has no resolver");
