@@ -87,9 +87,10 @@ TEST_CASE("the tools offered are the declarations, origin tool, destructive by m
                             .input_schema_json = R"({"type":"object"})"},
                            {.name = "write", .method = "POST", .url_template = "http://127.0.0.1:9/w"},
                            {.name = "search", .method = "POST", .url_template = "http://127.0.0.1:9/s",
-                            .destructive = false}});
+                            .destructive = false},
+                           {.name = "purge", .url_template = "http://127.0.0.1:9/p", .destructive = true}});
   const auto offered = source->offered_now();
-  REQUIRE(offered.size() == 3);
+  REQUIRE(offered.size() == 4);
   for (const auto& b : offered) CHECK(b.origin == binding_origin::tool);
   const auto find = [&](std::string_view name) {
     for (const auto& b : offered)
@@ -108,6 +109,7 @@ TEST_CASE("the tools offered are the declarations, origin tool, destructive by m
   const auto write = permit("write");
   CHECK(write.decision == call_permission::verdict::needs_approval);
   CHECK(write.reason.find("POST") != std::string::npos);
+  CHECK(permit("purge").decision == call_permission::verdict::needs_approval);  // a GET declared destructive
   CHECK(permit("nobody").decision == call_permission::verdict::allowed);  // invoke says unknown_tool
 }
 
@@ -120,7 +122,7 @@ TEST_CASE("the JSON file: every member read, a credential taken from a command o
      "allow_insecure_http":false},
     {"name":"create","method":"POST","url":"http://127.0.0.1:8080/items","body":"json",
      "credential":{"env":"PSYCH_HTTP_TOOLS_TEST_TOKEN"}}]})");
-  REQUIRE_MESSAGE(parsed, parsed.error().message());
+  if (!parsed) FAIL(parsed.error().message());
   const auto& tools = parsed.value();
   REQUIRE(tools.size() == 2);
   const http_tool& get = tools[0];

@@ -43,14 +43,21 @@ bool drip(loopback_server::tcp::socket& socket, const loopback_server& server) {
   return false;
 }
 
+/// How a gigabyte is framed: declared up front (a client may refuse it unread), or only found out
+/// as it streams (chunked, or until the connection closes), so the bound must hold while reading.
+enum class framing { content_length, chunked, until_close };
+
 /// A gigabyte of JSON-looking bytes, 64 KiB at a time, until the client closes the connection.
-bool gigabyte(loopback_server::tcp::socket& socket, const loopback_server& server) {
+bool gigabyte(loopback_server::tcp::socket& socket, const loopback_server& server, framing how) {
   constexpr std::size_t total = std::size_t{1} << 30;
-  if (!loopback_server::write_raw(socket, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                              std::to_string(total) + "\r\n\r\n["))
-    return false;
-  const std::string chunk(64 * 1024, ' ');
-  for (std::size_t sent = 1; sent < total && !server.stopping(); sent += chunk.size())
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+  if (how == framing::content_length) head += "Content-Length: " + std::to_string(total) + "\r\n";
+  if (how == framing::chunked) head += "Transfer-Encoding: chunked\r\n";
+  if (how == framing::until_close) head += "Connection: close\r\n";
+  if (!loopback_server::write_raw(socket, head + "\r\n")) return false;
+  const std::string spaces(64 * 1024, ' ');
+  const std::string chunk = how == framing::chunked ? "10000\r\n" + spaces + "\r\n" : spaces;
+  for (std::size_t sent = 0; sent < total && !server.stopping(); sent += spaces.size())
     if (!loopback_server::write_raw(socket, chunk)) return false;
   return false;
 }
@@ -112,21 +119,31 @@ TEST_CASE("a call whose program gave up ends at once, cancelled") {
 }
 
 TEST_CASE("a 1 GiB response is refused at its bound, the connection closed, the host's memory small") {
-  loopback_server server([](const seen_request&, auto& socket, const loopback_server& s) { return gigabyte(socket, s); });
-  http_tool tool = tool_at(server, "huge", "/huge");
-  tool.max_response_bytes = std::size_t{1} << 20;
-  auto source = source_of({tool});
-  const long before = peak_rss_kib();
-  const auto began = steady_clock::now();
-  const auto outcome = call(*source, "huge");
-  const auto took = std::chrono::duration_cast<milliseconds>(steady_clock::now() - began);
-  const long after = peak_rss_kib();
-  MESSAGE("1 GiB offered, 1 MiB bound: refused after " << took.count() << " ms; peak RSS " << before / 1024
-                                                       << " MiB before, " << after / 1024 << " MiB after");
-  CHECK(outcome.kind == tool_error_kind::binding_result_too_large);
-  CHECK(outcome.message.find("1048576") != std::string::npos);
-  CHECK(took < milliseconds(10000));
-  if (rss_is_meaningful) CHECK(after - before < 32 * 1024);
+  const struct {
+    std::string_view name;
+    framing how;
+  } framings[] = {{"Content-Length", framing::content_length}, {"chunked", framing::chunked},
+                  {"until close", framing::until_close}};
+  for (const auto& f : framings) {
+    CAPTURE(f.name);
+    loopback_server server([&](const seen_request&, auto& socket, const loopback_server& s) {
+      return gigabyte(socket, s, f.how);
+    });
+    http_tool tool = tool_at(server, "huge", "/huge");
+    tool.max_response_bytes = std::size_t{1} << 20;
+    auto source = source_of({tool});
+    const long before = peak_rss_kib();
+    const auto began = steady_clock::now();
+    const auto outcome = call(*source, "huge");
+    const auto took = std::chrono::duration_cast<milliseconds>(steady_clock::now() - began);
+    const long after = peak_rss_kib();
+    MESSAGE("1 GiB offered (" << f.name << "), 1 MiB bound: refused after " << took.count() << " ms; peak RSS "
+                              << before / 1024 << " MiB before, " << after / 1024 << " MiB after");
+    CHECK(outcome.kind == tool_error_kind::binding_result_too_large);
+    CHECK(outcome.message.find("1048576") != std::string::npos);
+    CHECK(took < milliseconds(10000));
+    if (rss_is_meaningful) CHECK(after - before < 32 * 1024);
+  }
 }
 
 TEST_CASE("a server that echoes the credential never gets it into an outcome") {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "http_tools/http_tool_request.hpp"
+#include "http_tools/http_tool_response.hpp"
 
 using namespace psych;
 using namespace psych::host;
@@ -13,13 +14,13 @@ namespace {
 
 url_template template_of(std::string_view url) {
   auto parsed = parse_url_template(url);
-  REQUIRE_MESSAGE(parsed, parsed.error().message());
+  if (!parsed) FAIL(parsed.error().message());
   return parsed.value();
 }
 
 std::string target_of(std::string_view url, std::string_view arguments, std::vector<std::string> query = {}) {
   auto mapped = map_arguments(template_of(url), query, http_body_mapping::none, arguments);
-  REQUIRE_MESSAGE(mapped, mapped.error().message());
+  if (!mapped) FAIL(mapped.error().message());
   return mapped.value().target;
 }
 
@@ -95,4 +96,16 @@ TEST_CASE("percent_encoded keeps only the unreserved bytes") {
   CHECK(percent_encoded("AZaz09-._~") == "AZaz09-._~");
   CHECK(percent_encoded(std::string_view("/?#[]@!$&'()*+,;=% \0\x7f\xff", 22)) ==
         "%2F%3F%23%5B%5D%40%21%24%26%27%28%29%2A%2B%2C%3B%3D%25%20%00%7F%FF");
+}
+
+TEST_CASE("a JSON media type is application/json or any +json, in any case, whatever its parameters") {
+  for (const char* json : {"application/json", "Application/JSON; charset=utf-8", "application/problem+json",
+                           "application/vnd.api+json ;v=1"}) {
+    CAPTURE(json);
+    CHECK(is_json_media_type(json));
+  }
+  for (const char* other : {"", "text/plain", "application/jsonl", "+json", "text/json-seq", "application/xml"}) {
+    CAPTURE(other);
+    CHECK_FALSE(is_json_media_type(other));
+  }
 }

@@ -1,9 +1,7 @@
 // HTTP responses as tool outcomes (http_tool_response.hpp).
 #include "http_tools/http_tool_response.hpp"
 
-#include <algorithm>
-#include <cctype>
-
+#include <boost/beast/core/string.hpp>
 #include <fmt/format.h>
 #include <rapidjson/reader.h>
 #include <rapidjson/stringbuffer.h>
@@ -20,12 +18,6 @@ namespace {
 
 /// The deepest JSON value the binding gateway accepts as a result.
 constexpr std::size_t result_depth = 64;
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 /// The JSON text re-written by RapidJSON: every string in its one escaped form, so that a credential
 /// spelt with needless escapes ("\u0073ecret") is found by a plain search. Numbers keep their spelling.
@@ -95,10 +87,12 @@ tool_outcome status_error(const http_answer& answer, std::string_view secret) {
 }  // namespace
 
 bool is_json_media_type(std::string_view content_type) {
-  const std::string type = lowercase(content_type.substr(0, content_type.find(';')));
-  const auto trimmed_end = type.find_last_not_of(" \t");
-  const std::string_view essence = std::string_view(type).substr(0, trimmed_end == std::string::npos ? 0 : trimmed_end + 1);
-  return essence == "application/json" || (essence.find('/') != std::string_view::npos && essence.ends_with("+json"));
+  std::string_view essence = content_type.substr(0, content_type.find(';'));
+  while (!essence.empty() && (essence.back() == ' ' || essence.back() == '\t')) essence.remove_suffix(1);
+  constexpr std::string_view suffix = "+json";
+  return boost::beast::iequals(essence, "application/json") ||
+         (essence.find('/') != std::string_view::npos && essence.size() > suffix.size() &&
+          boost::beast::iequals(essence.substr(essence.size() - suffix.size()), suffix));
 }
 
 tool_outcome outcome_of_answer(const http_answer& answer, std::string_view secret) {

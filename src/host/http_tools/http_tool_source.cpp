@@ -1,14 +1,14 @@
 // Declared HTTP tools as one binding source (http_tool_source in psych/host/http_tools.hpp): each
 // declaration checked once at create(), with an egress client of its own; each call mapped, sent
 // once, and its response or failure turned into the outcome a program can branch on.
-#include <boost/hana/adapt_struct.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
 #include <utility>
 
+#include <boost/beast/core/string.hpp>
+#include <boost/hana/adapt_struct.hpp>
 #include <fmt/format.h>
 
 #include "http/egress.hpp"
@@ -49,12 +49,6 @@ bool is_token(std::string_view text) {
 
 bool holds_line_break(std::string_view text) { return text.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 /// One tool, checked, and the client of its origin.
 struct declared_tool {
   http_tool declaration;
@@ -73,11 +67,9 @@ result<declared_tool> checked(http_tool tool) {
   if (auto parsed = host::parse_http_url(url.with_placeholders_as("x")); !parsed)
     return invalid(fmt::format("the URL: {}", parsed.error().detail));
 
+  // Decoding into a struct refuses every JSON value but an object.
   auto schema = protocol::decode_json<http_tool_schema::schema_view>(tool.input_schema_json);
-  if (!schema || tool.input_schema_json.find_first_not_of(" \t\r\n") == std::string::npos ||
-      tool.input_schema_json[tool.input_schema_json.find_first_not_of(" \t\r\n")] != '{')
-    return invalid(fmt::format("the input schema is not one JSON object{}",
-                               schema ? "" : ": " + schema.error().message()));
+  if (!schema) return invalid("the input schema is not one JSON object: " + schema.error().message());
   const auto listed = [&](const std::string& name) {
     return !schema.value().properties || schema.value().properties->contains(name);
   };
@@ -99,7 +91,8 @@ result<declared_tool> checked(http_tool tool) {
     const http_credential& credential = *tool.credential;
     if (!is_token(credential.header))
       return invalid(fmt::format("the credential header '{}' is not a header name", host::peer_excerpt(credential.header, 60)));
-    if (std::ranges::find(reserved_headers, lowercase(credential.header)) != reserved_headers.end())
+    if (std::ranges::any_of(reserved_headers,
+                            [&](std::string_view name) { return boost::beast::iequals(name, credential.header); }))
       return invalid(fmt::format("the credential header cannot be {}: the request writes it itself", credential.header));
     if (holds_line_break(credential.prefix)) return invalid("the credential prefix holds a line break");
     if (!credential.resolve) return invalid("the credential has no resolver");
