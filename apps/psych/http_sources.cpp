@@ -55,6 +55,9 @@ result<void> start_a2a(const std::vector<http_source_entry>& peers, std::optiona
   }
   auto source = a2a_binding_source::create(std::move(configs));
   if (!source) return fail_with(error_kind::invalid_argument, "--a2a: " + source.error().message());
+  // As an MCP server that does not start, a peer whose card cannot be read stops the command here.
+  if (auto read = source.value()->read_cards(); !read)
+    return fail_with(error_kind::invalid_argument, "--a2a " + read.error().detail);
   into.add(std::move(source).value(), "a2a");
   return success();
 }

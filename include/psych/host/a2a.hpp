@@ -62,6 +62,11 @@ class a2a_binding_source final : public tool_catalogue, public tool_invoker {
                                                             std::size_t threads = 4);
   ~a2a_binding_source() override;
 
+  /// Reads every card not held yet, now: what a command line does at start, so that a peer it was
+  /// told to reach and cannot is an error there (naming the peer and why), not a tool that is
+  /// silently missing. The cards read are kept, as offered_now() keeps them.
+  result<void> read_cards();
+
   std::vector<binding> offered_now() override;
   /// Every skill is allowed: an agent card has no mark of a destructive skill.
   call_permission permit(const tool_call& call) override;

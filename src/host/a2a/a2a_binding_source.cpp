@@ -53,6 +53,14 @@ result<std::unique_ptr<a2a_binding_source>> a2a_binding_source::create(std::vect
   return std::unique_ptr<a2a_binding_source>{new a2a_binding_source{std::move(i)}};
 }
 
+result<void> a2a_binding_source::read_cards() {
+  for (const auto& peer : impl_->peers) {
+    auto known = peer->card();
+    if (!known) return error{known.error().kind, fmt::format("peer {}: {}", peer->name(), known.error().detail)};
+  }
+  return success();
+}
+
 std::vector<binding> a2a_binding_source::offered_now() {
   std::vector<binding> offered;
   for (const auto& peer : impl_->peers) {
