@@ -3,18 +3,10 @@
 // and reached by a program on every backend through the one path: the same gateway, permission,
 // meters and ToolError kinds whatever the source. The peers are real: the npm SDKs' (installed by
 // scripts/install-mcp-servers) and a loopback HTTP API.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,69 +18,19 @@
 #include "psych/host/http_tools.hpp"
 #include "psych/host/mcp.hpp"
 #include "psych/host/mcp_http_client.hpp"
+#include "mcp_http_peer.hpp"
+#include "peer_process.hpp"
 #include "scripted_server.hpp"
-#include "temp_dir.hpp"
 
 using namespace psych;
 using conformance::for_each_backend;
 using psych::testing::received_request;
 using psych::testing::scripted_server;
 
-extern char** environ;
-
 namespace {
 
 const std::string modules = PSYCH_MCP_MODULES;
 const std::string source_dir = PSYCH_SOURCE_DIR;
-
-/// A peer process this case started, ended by its pid when the case ends.
-class peer_process {
- public:
-  /// Starts `argv`; with `read_port`, reads "PORT n" from its standard output (its stdin stays open:
-  /// the MCP peer ends when it closes).
-  peer_process(std::vector<std::string> argv, bool read_port) {
-    int out[2], in[2];
-    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const int spawned = ::posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    stdin_ = in[1];
-    REQUIRE_MESSAGE(spawned == 0, "cannot start " << argv[0]);
-    if (read_port) {
-      std::string line;
-      char c = 0;
-      while (line.size() < 64 && ::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-      REQUIRE_MESSAGE(line.starts_with("PORT "), "the peer did not say its port: " << line);
-      port = std::stoi(line.substr(5));
-    }
-    ::close(out[0]);
-  }
-  ~peer_process() {
-    ::close(stdin_);
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  peer_process(const peer_process&) = delete;
-  peer_process& operator=(const peer_process&) = delete;
-
-  int port = 0;
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
 
 /// The API behind the HTTP tools: GET /items/{id}, 404 elsewhere, POST /orders.
 void api(const received_request& request, scripted_server::socket& s) {
@@ -101,8 +43,8 @@ void api(const received_request& request, scripted_server::socket& s) {
 
 /// One source of each kind, and all of them as one catalogue and invoker.
 struct every_source {
-  psych::testing::temp_dir dir{"psych-sources"};
-  std::unique_ptr<peer_process> mcp_peer, a2a_peer;
+  std::unique_ptr<psych::testing::mcp_http_peer> mcp_peer;
+  std::unique_ptr<psych::testing::peer_process> a2a_peer;
   std::unique_ptr<scripted_server> api_server;
   std::unique_ptr<function_tools> functions;
   std::unique_ptr<mcp_binding_source> stdio, mcp_http;
@@ -131,12 +73,11 @@ struct every_source {
     stdio = std::move(mcp_binding_source::create(std::move(stdio_clients))).value();
 
     const std::string token = "conformance-token-2b7e";
-    mcp_peer = std::make_unique<peer_process>(
-        std::vector<std::string>{"node", source_dir + "/tests/mcp_http_client/mcp_http_peers.cjs", "sdk", "--modules",
-                                 modules, "--token", token},
-        true);
+    mcp_peer = std::make_unique<psych::testing::mcp_http_peer>(
+        PSYCH_NODE, source_dir + "/tests/mcp_http_client/mcp_http_peers.cjs",
+        std::vector<std::string>{"sdk", "--modules", modules, "--token", token});
     mcp_server_config web{.name = "web"};
-    web.url = fmt::format("http://127.0.0.1:{}/mcp", mcp_peer->port);
+    web.url = mcp_peer->url("/mcp");
     web.token = [token] { return result<std::string>(token); };
     auto web_client = start_mcp_http_client(web);
     REQUIRE_MESSAGE(web_client, (web_client ? "" : web_client.error().message()));
@@ -144,17 +85,9 @@ struct every_source {
     http_clients.push_back(std::move(web_client).value());
     mcp_http = std::move(mcp_binding_source::create(std::move(http_clients))).value();
 
-    const std::string port_file = dir.file("a2a.port");
-    a2a_peer = std::make_unique<peer_process>(
-        std::vector<std::string>{"node", source_dir + "/tests/a2a/sdk_peer.mjs", "--modules", modules, "--port-file",
-                                 port_file, "--log", dir.file("a2a.log"), "--token", token},
-        false);
-    for (int i = 0; i < 400 && !std::filesystem::exists(port_file); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    REQUIRE_MESSAGE(std::filesystem::exists(port_file), "the A2A peer did not start");
-    int a2a_port = 0;
-    std::ifstream(port_file) >> a2a_port;
-    a2a_peer_config peer{.name = "peer", .url = fmt::format("http://127.0.0.1:{}", a2a_port)};
+    a2a_peer = std::make_unique<psych::testing::peer_process>(source_dir + "/tests/a2a/sdk_peer.mjs",
+                                                              std::vector<std::string>{"--modules", modules, "--token", token});
+    a2a_peer_config peer{.name = "peer", .url = a2a_peer->url()};
     peer.token = [token] { return result<std::string>(token); };
     auto peers = a2a_binding_source::create({peer});
     REQUIRE_MESSAGE(peers, (peers ? "" : peers.error().message()));
