@@ -87,7 +87,14 @@ started_upstream::~started_upstream() {
 }
 
 void started_upstream::seal() {
-  if (!parts_.empty()) all_ = std::make_unique<binding_sources>(parts_);
+  if (parts_.size() == 1) {
+    catalogue_ = parts_.front().catalogue;
+    invoker_ = parts_.front().invoker;
+  } else if (!parts_.empty()) {
+    all_ = std::make_unique<binding_sources>(parts_);
+    catalogue_ = all_.get();
+    invoker_ = all_.get();
+  }
 }
 
 result<std::unique_ptr<started_upstream>> start_upstream(const upstream_config& config,

@@ -43,15 +43,18 @@ class started_upstream {
     parts_.push_back(binding_source::of(*source, std::move(label)));
     owners_.push_back(std::shared_ptr<Source>(std::move(source)));
   }
-  /// Makes the combined view; call once every source is added. Null views when none was.
+  /// Makes the combined view; call once every source is added. Null views when none was; the one
+  /// source itself when there is one, so a lone source's calls take no detour.
   void seal();
-  [[nodiscard]] tool_catalogue* catalogue() const { return all_.get(); }
-  [[nodiscard]] tool_invoker* invoker() const { return all_.get(); }
+  [[nodiscard]] tool_catalogue* catalogue() const { return catalogue_; }
+  [[nodiscard]] tool_invoker* invoker() const { return invoker_; }
 
  private:
   std::vector<std::shared_ptr<void>> owners_;
   std::vector<binding_source> parts_;
   std::unique_ptr<binding_sources> all_;
+  tool_catalogue* catalogue_ = nullptr;
+  tool_invoker* invoker_ = nullptr;
 };
 
 /// How the sources reached over HTTP are started: psych-remote's (http_sources.cpp). psych passes
