@@ -365,8 +365,13 @@ TEST_CASE("an answer that drips one byte a second ends at the deadline") {
   CHECK(got.took <= 2000ms + grace);
 }
 
-TEST_CASE("a GetTask answer that never ends is refused at max_result_bytes, memory bounded, and cancelled") {
-  auto peer = hostile_peer("huge_answer");
+namespace {
+
+/// A peer in `mode` sends without end: the call is refused at max_result_bytes (1 MiB), as
+/// unknown_outcome naming too_large, the peer's log shows `event`, and the host's peak RSS stays
+/// bounded.
+void check_endless_answer(const char* mode, const char* event, const char* what) {
+  auto peer = hostile_peer(mode);
   const long before = peak_rss_kib();
   auto config = config_for(peer);
   config.max_result_bytes = 1 << 20;
@@ -374,25 +379,20 @@ TEST_CASE("a GetTask answer that never ends is refused at max_result_bytes, memo
   const auto got = call(*source, "peer__work", "{}");
   check_error(got, tool_error_kind::unknown_outcome);
   CHECK(got.outcome.message.find("too_large") != std::string::npos);
-  CHECK(peer.saw("cancel t-huge"));
+  CHECK(peer.saw(event));
   const long grew = peak_rss_kib() - before;
-  MESSAGE("peak RSS grew by " << grew << " KiB reading an endless GetTask answer (max_result_bytes 1 MiB)");
+  MESSAGE("peak RSS grew by " << grew << " KiB reading " << what << " (max_result_bytes 1 MiB)");
   if (psych::testing::rss_is_meaningful) CHECK(grew < 64 * 1024);
 }
 
+}  // namespace
+
+TEST_CASE("a GetTask answer that never ends is refused at max_result_bytes, memory bounded, and cancelled") {
+  check_endless_answer("huge_answer", "cancel t-huge", "an endless GetTask answer");
+}
+
 TEST_CASE("a stream whose one event never ends is refused at its bound, memory bounded") {
-  auto peer = hostile_peer("endless_event");
-  const long before = peak_rss_kib();
-  auto config = config_for(peer);
-  config.max_result_bytes = 1 << 20;
-  auto source = source_of(config);
-  const auto got = call(*source, "peer__work", "{}");
-  check_error(got, tool_error_kind::unknown_outcome);
-  CHECK(got.outcome.message.find("too_large") != std::string::npos);
-  CHECK(peer.saw("flood stopped after "));
-  const long grew = peak_rss_kib() - before;
-  MESSAGE("peak RSS grew by " << grew << " KiB reading an endless SSE event (max_result_bytes 1 MiB)");
-  if (psych::testing::rss_is_meaningful) CHECK(grew < 64 * 1024);
+  check_endless_answer("endless_event", "flood stopped after ", "an endless SSE event");
 }
 
 TEST_CASE("a stream that drips after naming its task ends at the deadline, with a CancelTask") {
