@@ -16,7 +16,7 @@ namespace {
 /// Answers each path as a small API would.
 bool api(const seen_request& request, loopback_server::tcp::socket& socket, const loopback_server&) {
   const std::string& target = request.target;
-  if (target.starts_with("/items/")) return loopback_server::respond(socket, 200, "application/json", R"({"id":"7","name":"seven"})");
+  if (target.starts_with("/items/")) return loopback_server::respond(socket, 200, "application/json", R"({"id":"7","name":"seven","stock":7,"price":1.5e3,"ratio":-0.25,"big":123456789012345678901234567890,"live":true,"gone":null})");
   if (target == "/echo") {
     return loopback_server::respond(socket, 201, "application/json; charset=utf-8",
                                     R"({"method":")" + request.method + R"(","body":)" +
@@ -41,7 +41,7 @@ TEST_CASE("a GET with path and query arguments reaches its path and returns the 
   auto source = source_of({tool});
   const auto outcome = call(*source, "get_item", R"({"id":"7","fields":"name,id","expand":true})");
   REQUIRE(outcome.ok);
-  CHECK(outcome.value_json == R"({"id":"7","name":"seven"})");
+  CHECK(outcome.value_json == R"({"id":"7","name":"seven","stock":7,"price":1.5e3,"ratio":-0.25,"big":123456789012345678901234567890,"live":true,"gone":null})");
   const auto seen = server.requests();
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].method == "GET");
@@ -141,7 +141,7 @@ TEST_CASE("a redirect within the origin is followed for a GET; a POST's is retur
   auto source = source_of({tool_at(server, "old", "/old"), post});
   const auto followed = call(*source, "old");
   REQUIRE_MESSAGE(followed.ok, followed.message);
-  CHECK(followed.value_json == R"({"id":"7","name":"seven"})");
+  CHECK(followed.value_json == R"({"id":"7","name":"seven","stock":7,"price":1.5e3,"ratio":-0.25,"big":123456789012345678901234567890,"live":true,"gone":null})");
   auto seen = server.requests();
   REQUIRE(seen.size() == 2);
   CHECK(seen[0].target == "/old");

@@ -19,11 +19,21 @@ namespace {
 /// The deepest JSON value the binding gateway accepts as a result.
 constexpr std::size_t result_depth = 64;
 
+/// RapidJSON's Writer writes a number read as a string (kParseNumbersAsStringsFlag) back as a JSON
+/// string: {"stock":7} would come out {"stock":"7"}. This one writes it back as the number it was.
+class number_keeping_writer : public rapidjson::Writer<rapidjson::StringBuffer> {
+ public:
+  using Writer::Writer;
+  bool RawNumber(const Ch* spelling, rapidjson::SizeType length, bool) {
+    return RawValue(spelling, length, rapidjson::kNumberType);
+  }
+};
+
 /// The JSON text re-written by RapidJSON: every string in its one escaped form, so that a credential
 /// spelt with needless escapes ("\u0073ecret") is found by a plain search. Numbers keep their spelling.
 std::optional<std::string> canonical_json(std::string_view json) {
   rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  number_keeping_writer writer(buffer);
   rapidjson::Reader reader;
   rapidjson::MemoryStream stream(json.data(), json.size());
   constexpr unsigned flags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag |
