@@ -1,0 +1,1 @@
+"""What code execution means to the rest of psych_runtime, independent of any backend."""

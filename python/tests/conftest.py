@@ -1,0 +1,66 @@
+"""Shared fixtures of the Python face's tests. They run inside the venv python/tests/run-pytest made,
+against the package `pip install ./python` installed there (never the source tree's files)."""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import psych_runtime
+from psych_runtime.sandbox.local import local_sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("PSYCH_BUILD_DIR", REPO / "build"))
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """The strongest local backend that reaches PROCESS, opened once (its probe ran)."""
+    return local_sandbox()
+
+
+@pytest.fixture(scope="session")
+def process_sandbox():
+    """The plain process backend: its children are the host's processes, so a test can see them."""
+    return local_sandbox(backend="linux-process")
+
+
+@pytest.fixture
+def filesystem_server(tmp_path):
+    """The npm reference filesystem MCP server (scripts/install-mcp-servers), over stdio."""
+    binary = build_dir() / "mcp-servers" / "node_modules" / ".bin" / "mcp-server-filesystem"
+    if not binary.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{binary} is missing: scripts/install-mcp-servers installs it")
+        pytest.skip(f"{binary} is missing: run scripts/install-mcp-servers {build_dir() / 'mcp-servers'}")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "a.txt").write_text("alpha\n")
+    (shared / "b.txt").write_text("beta\n")
+    return psych_runtime.McpServer("fs", [str(binary), str(shared)]), shared
+
+
+def spec_with_code(*tools, **code_execution) -> psych_runtime.AgentSpec:
+    return psych_runtime.AgentSpec(
+        name="analyst",
+        model=psych_runtime.ModelRef(model="scripted"),
+        tools=tuple(psych_runtime.CodeTool(name=name) for name in tools),
+        code_execution=psych_runtime.CodeExecution(**code_execution),
+    )
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (root, every mechanism present) a skip is a failure: a skip is never evidence of support."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where every case must run: {report.longrepr}"
