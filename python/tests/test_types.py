@@ -379,6 +379,8 @@ def test_profiles() -> None:
         SandboxProfiles([SandboxProfile("a", FakeSandbox()), SandboxProfile("a", FakeSandbox())])
     with pytest.raises(TypeError, match="sandbox"):
         SandboxProfile("a", object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sandbox must be Sandbox, got NoneType"):
+        SandboxProfile("a", None)  # type: ignore[arg-type]
     profiles = SandboxProfiles([SandboxProfile("a", FakeSandbox()), SandboxProfile("b", FakeSandbox(), allow_network=True)])
     assert profiles.names == ("a", "b") and profiles["b"].allow_network and len(profiles) == 2
 
