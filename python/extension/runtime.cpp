@@ -163,12 +163,14 @@ void register_runtime(py::module_& module) {
   py::class_<attempt_handle, std::shared_ptr<attempt_handle>>(module, "Attempt")
       .def("tool_names", [](const attempt_handle& self) { return self.attempt->tool_names(); })
       .def("run_code",
-           [](attempt_handle& self, const std::string& program, std::stop_source& stop) {
+           [](attempt_handle& self, const std::string& program, std::stop_source& stop, py::object on_output) {
              check_open(*self.owner);
+             std::optional<python_output_sink> sink;
+             if (!on_output.is_none()) sink.emplace(std::move(on_output));
              std::optional<result<run_code_outcome>> outcome;
              {
                py::gil_scoped_release unlocked;
-               outcome.emplace(self.attempt->run_code(program, stop.get_token()));
+               outcome.emplace(self.attempt->run_code(program, stop.get_token(), sink ? &*sink : nullptr));
              }
              auto ran = value_or_raise(std::move(*outcome));
              const std::string payload = run_code_payload(ran, self.asked);
@@ -179,7 +181,8 @@ void register_runtime(py::module_& module) {
              const auto& result = std::get<sandbox_result>(ran);
              py::tuple out = result_tuple(result, host::result_to_json(result));
              return py::make_tuple(out[0], out[1], out[2], out[3], payload);
-           })
+           },
+           py::arg("program"), py::arg("stop"), py::arg("on_output") = py::none())
       .def("calls_json", [](const attempt_handle& self) { return logged_calls_json(*self.log); })
       .def("unknown_calls_json",
            [](const attempt_handle& self) {

@@ -2,6 +2,7 @@
 // A run or a probe releases the GIL for as long as it takes, so the event loop (and a Python tool
 // a program calls) keeps running beside it.
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <utility>
@@ -53,6 +54,18 @@ secret_resolver token_from(py::object callback) {
   };
 }
 
+python_output_sink::python_output_sink(py::object callback) : callback_(std::move(callback)) {}
+
+void python_output_sink::on_output(const output_chunk& chunk) {
+  py::gil_scoped_acquire gil;
+  try {
+    callback_(std::string(name_of(chunk.stream)), chunk.offset, py::bytes(chunk.data.data(), chunk.data.size()),
+              chunk.skipped);
+  } catch (py::error_already_set& raised) {
+    raised.discard_as_unraisable("psych_runtime: live output callback");
+  }
+}
+
 void register_sandboxes(py::module_& module) {
   py::class_<std::stop_source>(module, "StopSource")
       .def(py::init<>())
@@ -79,17 +92,20 @@ void register_sandboxes(py::module_& module) {
              return protocol::encode_json(offered);
            })
       .def("run", [](sandbox_handle& self, std::string program, std::string_view terms_json, std::string filename,
-                     std::stop_source& stop) {
+                     std::stop_source& stop, py::object on_output) {
+        std::optional<python_output_sink> sink;
+        if (!on_output.is_none()) sink.emplace(std::move(on_output));
         run_request request{.program = std::move(program),
                             .terms = decode_or_raise<execution_terms>(terms_json, "the execution's terms"),
-                            .filename = std::move(filename)};
+                            .filename = std::move(filename),
+                            .live_output = sink ? &*sink : nullptr};
         sandbox_result ran;
         {
           py::gil_scoped_release unlocked;
           ran = self.backend->run(request, stop.get_token());
         }
         return result_tuple(ran, host::result_to_json(ran));
-      });
+      }, py::arg("program"), py::arg("terms_json"), py::arg("filename"), py::arg("stop"), py::arg("on_output") = py::none());
 
   module.def("local_sandbox", [](std::string_view options_json) {
     const auto options = decode_or_raise<local_sandbox_options>(options_json, "local_sandbox's options");

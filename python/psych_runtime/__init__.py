@@ -39,6 +39,7 @@ from .results import (
     SandboxFailure,
     SandboxResult,
 )
+from .live import OutputChunk
 from .runtime import Attempt, Runtime, RunLog, UnknownCall
 from .spec import AgentSpec, AgentVersion, CodeExecution, ModelRef
 from .tools import A2aPeer, CodeTool, HttpTool, McpHttpServer, McpServer
@@ -48,7 +49,7 @@ __all__ = [
     "BackendInfo", "BindingBudget", "CodeExecution", "CodeExecutionGrant", "CodeExecutionLimits",
     "CodeExecutionPolicy", "CodeTool", "Description", "EXCLUDED_BUILTINS", "Enforcement", "FailureKind",
     "A2aPeer", "GuaranteeGrades", "HttpTool", "IsolationLevel", "LimitCaps", "McpHttpServer", "McpServer", "MeterReadings",
-    "ModelRef", "NetworkAccess", "OmissionReason", "OutputLine", "OutputPolicy", "OutputPreservation",
+    "ModelRef", "NetworkAccess", "OmissionReason", "OutputChunk", "OutputLine", "OutputPolicy", "OutputPreservation",
     "OutputWindow", "ProfileStatus", "PsychError", "PublishError", "Refusal", "RefusalReason", "ResultAttachment",
     "RunAsMode", "RunAsReport", "RunCodeOutcome", "RunLog", "Runtime", "SandboxFailure", "SandboxLimits",
     "SandboxResult", "SandboxSetupError", "ToolCallError", "ToolKind", "UnknownCall", "WorkspacePolicy",

@@ -21,6 +21,7 @@ from ._json import from_json, from_json_text, to_json_text
 from .budget import MeterReadings
 from .description import ProfileStatus
 from .errors import PublishError, ToolCallError, translate
+from .live import OutputCallback, deliverer
 from .grant import CodeExecutionGrant, CodeExecutionPolicy
 from .results import OutputRequest, OutputWindow, RunCodeOutcome
 from .sandbox.port import Sandbox
@@ -305,11 +306,12 @@ class Attempt:
         """The Spec's tools, and run_code only when the Spec has code_execution."""
         return tuple(self._compiled.tool_names())
 
-    async def run_code(self, program: str) -> RunCodeOutcome:
+    async def run_code(self, program: str, *, on_output: Optional[OutputCallback] = None) -> RunCodeOutcome:
         """One program. A refusal (no network grant, an isolation level the backend cannot reach, a
         backend that is not ready) and every failure of the program are data in the outcome; a
         policy that widened its grant is an error (PsychError, invalid_argument). Cancelling the
-        awaiting task kills the process tree before the cancellation propagates."""
+        awaiting task kills the process tree before the cancellation propagates. `on_output(chunk)`
+        receives the program's output as it arrives, on this event loop (psych_runtime.live)."""
         from . import _psych
 
         if not isinstance(program, str):
@@ -319,9 +321,10 @@ class Attempt:
         runtime._live()
         stop = _psych.StopSource()
         compiled = self._compiled
+        deliver = deliverer(on_output)
         try:
             outcome, out, err, artifact_data, payload = await call_blocking(
-                runtime._threads, lambda: compiled.run_code(program, stop), stop)
+                runtime._threads, lambda: compiled.run_code(program, stop, deliver), stop)
         except _psych.Failure as failure:
             raise translate(failure) from None
         return RunCodeOutcome.from_compiled(outcome, out, err, artifact_data, payload)

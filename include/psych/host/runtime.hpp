@@ -103,7 +103,9 @@ class agent_attempt {
 
   /// One run_code call. A refusal (no network grant, an isolation level the backend cannot reach,
   /// a backend that is not ready) is data; a policy that widened the grant is an error.
-  result<run_code_outcome> run_code(const std::string& program, std::stop_token stop = {});
+  /// `live_output`: the program's output as it runs (live_output.hpp); not owned.
+  result<run_code_outcome> run_code(const std::string& program, std::stop_token stop = {},
+                                    output_sink* live_output = nullptr);
 
  private:
   friend class runtime;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any, Optional, Protocol, runtime_checkable
 
+from ..live import OutputCallback, deliverer
 from .._blocking import call_blocking, executor
 from .._json import from_json_text, to_json_text
 from ..description import BackendOffer, Description, ExecutionTerms
@@ -37,11 +38,13 @@ class Sandbox(Protocol):
         artifacts: Optional[ArtifactPolicy] = None,
         isolation: Optional[IsolationLevel] = None,
         filename: str = "<program>",
+        on_output: "Optional[OutputCallback]" = None,
     ) -> SandboxResult:
         """One program, no state kept from any other. `limits` default to the backend's ceiling;
         `isolation` to the sandbox's own minimum. A program that asked for more isolation than the
         backend provides is never run: the result carries an isolation_unavailable failure.
-        Cancelling the awaiting task kills the process tree."""
+        Cancelling the awaiting task kills the process tree. `on_output(chunk)` receives the output
+        as it arrives, on this event loop (psych_runtime.live)."""
         ...
 
 
@@ -88,6 +91,7 @@ class CompiledSandbox:
         artifacts: Optional[ArtifactPolicy] = None,
         isolation: Optional[IsolationLevel] = None,
         filename: str = "<program>",
+        on_output: "Optional[OutputCallback]" = None,
     ) -> SandboxResult:
         from .. import _psych
 
@@ -101,6 +105,7 @@ class CompiledSandbox:
                                artifacts=artifacts or ArtifactPolicy())
         stop = _psych.StopSource()
         compiled = self._compiled_sandbox
+        deliver = deliverer(on_output)
 
         def run_on_thread() -> tuple[str, bytes, bytes, list[bytes]]:
             terms = asked
@@ -110,7 +115,7 @@ class CompiledSandbox:
                     isolation=isolation or self._minimum_isolation or _known_level(offer.isolation),
                     limits=limits or offer.limit_ceiling, network=asked.network, output=asked.output,
                     artifacts=asked.artifacts)
-            return compiled.run(program, to_json_text(terms), filename, stop)
+            return compiled.run(program, to_json_text(terms), filename, stop, deliver)
 
         try:
             text, out, err, artifact_data = await call_blocking(self._threads(), run_on_thread, stop)

@@ -154,7 +154,8 @@ std::vector<std::string> agent_attempt::tool_names() const {
   return names;
 }
 
-result<run_code_outcome> agent_attempt::run_code(const std::string& program, std::stop_token stop) {
+result<run_code_outcome> agent_attempt::run_code(const std::string& program, std::stop_token stop,
+                                                 output_sink* live_output) {
   if (!profile_)
     return fail_with(error_kind::invalid_argument, "this agent's spec has no code_execution: run_code is not its tool");
   const auto& asked = *version_.spec.code;
@@ -179,9 +180,14 @@ result<run_code_outcome> agent_attempt::run_code(const std::string& program, std
   auto terms = std::get<execution_terms>(std::move(decision));
   if (run_)
     return run_code_outcome{
-        run_->run({.program = program, .terms = terms, .bindings = asked.bindings, .budget = grant.budget},
+        run_->run({.program = program,
+                   .terms = terms,
+                   .bindings = asked.bindings,
+                   .budget = grant.budget,
+                   .live_output = live_output},
                   std::move(stop))};
-  run_request request{.program = program, .terms = terms, .blobs = setup_->blobs, .tenant = tenant_};
+  run_request request{
+      .program = program, .terms = terms, .blobs = setup_->blobs, .tenant = tenant_, .live_output = live_output};
   return run_code_outcome{profile_->backend->run(request, std::move(stop))};
 }
 
