@@ -1,7 +1,8 @@
 #pragma once
 // The option and report structs the Python face sends and reads as JSON, adapted for the codec
-// here because only this module carries them as JSON. The remote backend's options are mirrored
+// here because only this module carries them as JSON. The remote backend's options are adapted
 // without their token: a credential never travels as JSON (the Python side passes a callback).
+// Only what the codec cannot carry as it is (std::chrono durations) is mirrored.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,24 +12,15 @@
 #include <boost/hana/adapt_struct.hpp>
 
 #include "psych/host/container_sandbox.hpp"
+#include "psych/host/output_reader.hpp"
 #include "psych/host/remote_protocol.hpp"
+#include "psych/host/remote_sandbox.hpp"
 #include "psych/host/result_json.hpp"
 #include "psych/host/run_log.hpp"
 #include "psych/host/runtime.hpp"
 #include "psych/host/sandbox.hpp"
 
 namespace psych::python {
-
-struct remote_options {
-  std::string url;
-  std::optional<std::string> ca_file;
-  bool allow_insecure_http = false;
-  double connect_timeout_seconds = 10;
-  double describe_ttl_seconds = 10;
-  int describe_attempts = 3;
-  double wall_clock_slack_seconds = 1;
-  double cancel_grace_seconds = 1;
-};
 
 /// One MCP server: a command (stdio) or a url (Streamable HTTP), as mcp_server_config has them,
 /// with its durations in milliseconds (the codec carries no std::chrono).
@@ -53,26 +45,6 @@ struct a2a_peer_entry {
   std::uint64_t start_timeout_ms = 10000;
 };
 
-/// A read_tool_output request as the model sends it.
-struct output_request_entry {
-  std::uint64_t offset = 0;
-  std::uint64_t limit = 100;
-  std::optional<std::string> pattern;
-};
-
-/// One call the Run's log knows, with how it ended (nullopt: it never did).
-struct logged_call {
-  std::string call_id;
-  std::string execution_id;
-  std::string tool;
-  std::optional<std::string> outcome;
-};
-
-struct profile_report {
-  std::string profile;
-  description described;
-};
-
 }  // namespace psych::python
 
 BOOST_HANA_ADAPT_STRUCT(psych::uid_range, first, count, lock_dir);
@@ -84,12 +56,12 @@ BOOST_HANA_ADAPT_STRUCT(psych::container_sandbox_options, runtime, image, contai
                         probe_at_open);
 BOOST_HANA_ADAPT_STRUCT(psych::backend_offer, ready, isolation, limit_ceiling, network, problems);
 BOOST_HANA_ADAPT_STRUCT(psych::code_execution_grant, limits, allow_network, budget);
-BOOST_HANA_ADAPT_STRUCT(psych::python::remote_options, url, ca_file, allow_insecure_http, connect_timeout_seconds,
+BOOST_HANA_ADAPT_STRUCT(psych::remote_sandbox_options, url, ca_file, allow_insecure_http, connect_timeout_seconds,
                         describe_ttl_seconds, describe_attempts, wall_clock_slack_seconds, cancel_grace_seconds);
 BOOST_HANA_ADAPT_STRUCT(psych::python::mcp_server_entry, name, command, environment, url, ca_file, allow_insecure_http,
                         timeout_ms, start_timeout_ms);
 BOOST_HANA_ADAPT_STRUCT(psych::python::a2a_peer_entry, name, url, ca_file, allow_insecure_http, timeout_ms,
                         start_timeout_ms);
-BOOST_HANA_ADAPT_STRUCT(psych::python::output_request_entry, offset, limit, pattern);
-BOOST_HANA_ADAPT_STRUCT(psych::python::logged_call, call_id, execution_id, tool, outcome);
-BOOST_HANA_ADAPT_STRUCT(psych::python::profile_report, profile, described);
+BOOST_HANA_ADAPT_STRUCT(psych::output_request, offset, limit, pattern);
+BOOST_HANA_ADAPT_STRUCT(psych::call_started, call_id, execution_id, tool, argument_bytes);
+BOOST_HANA_ADAPT_STRUCT(psych::profile_status, profile, described);

@@ -36,9 +36,8 @@ struct runtime_handle {
 
 struct attempt_handle {
   std::shared_ptr<runtime_handle> owner;
-  std::shared_ptr<run_log> log;
+  std::shared_ptr<run_log> log;  ///< the Run's log, which the Attempt's code_run points into
   code_execution asked;  ///< the spec's, for the model's payload; empty when it has none
-  std::vector<call_started> unknown;  ///< what this Attempt found in flight from an earlier one
   std::optional<agent_attempt> attempt;
 };
 
@@ -88,30 +87,13 @@ void check_open(const runtime_handle& handle) {
   if (handle.tools && !handle.tools->is_open()) raise("invalid_argument", "this Runtime is closed");
 }
 
-std::string logged_calls_json(const run_log& log) {
-  const auto records = value_or_raise(log.records());
-  std::vector<logged_call> calls;
-  for (const auto& record : records) {
-    if (const auto* started = std::get_if<call_started>(&record)) {
-      calls.push_back({started->call_id, started->execution_id, started->tool, std::nullopt});
-    } else if (const auto* finished = std::get_if<call_finished>(&record)) {
-      for (auto& call : calls)
-        if (call.call_id == finished->call_id) call.outcome = std::string(finished->outcome.spelling());
-    }
-  }
-  return protocol::encode_json(calls);
-}
-
 }  // namespace
 
 void register_runtime(py::module_& module) {
   py::class_<run_log, std::shared_ptr<run_log>>(module, "RunLog")
       .def_static("file",
                   [](const std::string& path) { return std::shared_ptr<run_log>(value_or_raise(open_file_run_log(path))); })
-      .def_static("memory", [] { return std::shared_ptr<run_log>(open_memory_run_log()); })
-      .def("calls_json", [](const run_log& log) { return logged_calls_json(log); })
-      .def("spent_json",
-           [](const run_log& log) { return protocol::encode_json(tally(value_or_raise(log.records())).spent); });
+      .def_static("memory", [] { return std::shared_ptr<run_log>(open_memory_run_log()); });
 
   py::class_<blob_store, std::shared_ptr<blob_store>>(module, "BlobStore")
       .def_static("directory", [](const std::string& path) {
@@ -131,9 +113,7 @@ void register_runtime(py::module_& module) {
                py::gil_scoped_release unlocked;
                found = self.runtime->verify_sandboxes();
              }
-             std::vector<profile_report> reports;
-             for (auto& status : found) reports.push_back({std::move(status.profile), std::move(status.described)});
-             return protocol::encode_json(reports);
+             return protocol::encode_json(found);
            })
       .def("start_attempt",
            [](const std::shared_ptr<runtime_handle>& self, std::string_view spec_json,
@@ -146,17 +126,13 @@ void register_runtime(py::module_& module) {
                  value_or_raise(self->runtime->publish(decode_or_raise<agent_spec>(spec_json, "the AgentSpec")));
              if (version.spec.code) handle->asked = *version.spec.code;
              py::gil_scoped_release unlocked;  // opening the Run reads its log
-             // The calls started and never finished before this Attempt: opening it records each as
-             // unknown_outcome, so the log alone cannot tell them from an earlier Attempt's afterwards.
-             handle->unknown = tally(value_or_raise(log->records())).unknown;
              handle->attempt.emplace(value_or_raise(self->runtime->start_attempt(version, *log, std::move(tenant))));
              return handle;
            })
       .def("read_tool_output", [](const runtime_handle& self, std::string_view tenant, std::string_view handle,
                                   std::string_view request_json) {
         if (!self.blobs) raise("blob_not_found", "this runtime has no BlobStore: nothing was preserved");
-        const auto asked = decode_or_raise<output_request_entry>(request_json, "the read_tool_output request");
-        const output_request request{.offset = asked.offset, .limit = asked.limit, .pattern = asked.pattern};
+        const auto request = decode_or_raise<output_request>(request_json, "the read_tool_output request");
         return protocol::encode_json(value_or_raise(read_tool_output(*self.blobs, tenant, handle, request)));
       });
 
@@ -172,27 +148,22 @@ void register_runtime(py::module_& module) {
                py::gil_scoped_release unlocked;
                outcome.emplace(self.attempt->run_code(program, stop.get_token(), sink ? &*sink : nullptr));
              }
-             auto ran = value_or_raise(std::move(*outcome));
-             const std::string payload = run_code_payload(ran, self.asked);
-             if (const auto* refused = std::get_if<refusal>(&ran)) {
-               py::tuple out = result_tuple(sandbox_result{}, host::refusal_to_json(*refused));
-               return py::make_tuple(out[0], out[1], out[2], out[3], payload);
-             }
-             const auto& result = std::get<sandbox_result>(ran);
-             py::tuple out = result_tuple(result, host::result_to_json(result));
-             return py::make_tuple(out[0], out[1], out[2], out[3], payload);
+             const auto ran = value_or_raise(std::move(*outcome));
+             const auto* result = std::get_if<sandbox_result>(&ran);
+             const py::tuple out = result ? result_tuple(*result, host::result_to_json(*result))
+                                          : result_tuple({}, host::refusal_to_json(std::get<refusal>(ran)));
+             return py::make_tuple(out[0], out[1], out[2], out[3], run_code_payload(ran, self.asked));
            },
            py::arg("program"), py::arg("stop"), py::arg("on_output") = py::none())
-      .def("calls_json", [](const attempt_handle& self) { return logged_calls_json(*self.log); })
       .def("unknown_calls_json",
-           [](const attempt_handle& self) {
-             std::vector<logged_call> unknown;
-             for (const auto& call : self.unknown)
-               unknown.push_back({call.call_id, call.execution_id, call.tool, "unknown_outcome"});
-             return protocol::encode_json(unknown);
-           })
+           [](const attempt_handle& self) { return protocol::encode_json(self.attempt->unknown_calls()); })
       .def("run_spent_json", [](const attempt_handle& self) {
-        return protocol::encode_json(tally(value_or_raise(self.log->records())).spent);
+        meter_readings spent;
+        {
+          py::gil_scoped_release unlocked;  // recounted from the log
+          spent = value_or_raise(self.attempt->run_spent());
+        }
+        return protocol::encode_json(spent);
       });
 }
 

@@ -122,16 +122,9 @@ void register_sandboxes(py::module_& module) {
     return opened(container_sandbox(options));
   });
   module.def("remote_sandbox", [](std::string_view options_json, py::object token) {
-    const auto given = decode_or_raise<remote_options>(options_json, "RemoteSandbox's options");
-    return opened(remote_sandbox({.url = given.url,
-                                  .token = token_from(std::move(token)),
-                                  .ca_file = given.ca_file,
-                                  .allow_insecure_http = given.allow_insecure_http,
-                                  .connect_timeout_seconds = given.connect_timeout_seconds,
-                                  .describe_ttl_seconds = given.describe_ttl_seconds,
-                                  .describe_attempts = given.describe_attempts,
-                                  .wall_clock_slack_seconds = given.wall_clock_slack_seconds,
-                                  .cancel_grace_seconds = given.cancel_grace_seconds}));
+    auto options = decode_or_raise<remote_sandbox_options>(options_json, "RemoteSandbox's options");
+    options.token = token_from(std::move(token));
+    return opened(remote_sandbox(std::move(options)));
   });
 }
 

@@ -108,15 +108,12 @@ tool_source::tool_source(const py::list& tools, py::object dispatch, std::string
       servers_.push_back(peer.name);
     }
     a2a_ = value_or_raise(a2a_binding_source::create(std::move(configs)));
-    {
-      // Each peer's card is read now, so a runtime fails at start on a peer it cannot reach.
+    // Each peer's card is read now, so a runtime fails at start on a peer it cannot reach.
+    const result<void> cards = [&] {
       py::gil_scoped_release unlocked;
-      auto cards = a2a_->read_cards();
-      if (!cards) {
-        py::gil_scoped_acquire gil;
-        raise("a2a_peer_unavailable", cards.error().message());
-      }
-    }
+      return a2a_->read_cards();
+    }();
+    if (!cards) raise("a2a_peer_unavailable", cards.error().message());
     parts.push_back(binding_source::of(*a2a_, "a2a"));
   }
   if (!http_tools_json.empty()) {

@@ -27,7 +27,9 @@ class Sandbox:
     # One program under terms (psych::execution_terms as JSON: isolation, limits (sandbox_limits),
     # network, output, artifacts), no bindings. Returns
     # (sandbox_result JSON, stdout bytes, stderr bytes, [artifact bytes, in the JSON's order]).
-    def run(self, program: str, terms_json: str, filename: str, stop: StopSource) -> tuple[str, bytes, bytes, list[bytes]]: ...
+    # on_output(stream, offset, data, skipped): live output, on psych's delivery thread with the GIL.
+    def run(self, program: str, terms_json: str, filename: str, stop: StopSource,
+            on_output: Optional[Callable[[str, int, bytes, int], None]] = None) -> tuple[str, bytes, bytes, list[bytes]]: ...
 
 # options_json: psych::local_sandbox_options as JSON (every member optional; the C++ defaults).
 def local_sandbox(options_json: str) -> Sandbox: ...
@@ -42,11 +44,6 @@ class RunLog:
     def file(path: str) -> "RunLog": ...  # open_file_run_log; creates the file when absent
     @staticmethod
     def memory() -> "RunLog": ...
-    # Every call the Run's log holds, in order: [{"call_id", "execution_id", "tool", "outcome"}], outcome
-    # being the tool error kind's name, "ok", or null for a call that never finished. After an
-    # Attempt opened the log, a call an earlier worker left in flight reads "unknown_outcome".
-    def calls_json(self) -> str: ...
-    def spent_json(self) -> str: ...  # the Run's meters counted from the log (meter_readings)
 
 class BlobStore:
     @staticmethod
@@ -62,14 +59,16 @@ class ToolSource:
     # raises becomes tool_failed. stop.stop_requested() turns true when the program stopped waiting.
     # mcp_servers_json: a JSON list of {"name", "command": [...], "environment": {...}, "timeout_ms",
     # "start_timeout_ms"} (stdio) or {"name", "url", "ca_file", "allow_insecure_http", "timeout_ms"}
-    # (HTTP), each HTTP one with an optional token callback in http_tokens[name]. Servers start
+    # (HTTP), each HTTP one with an optional token callback in tokens[name]. Servers start
     # here (blocking, GIL released); one that cannot is Failure("mcp_server_unavailable").
     def __init__(
         self,
         tools: list[tuple[str, str, str, bool]],
         dispatch: Callable[[str, str, "StopToken"], tuple],
         mcp_servers_json: str,
-        http_tokens: dict[str, Callable[[], Optional[str]]],
+        tokens: dict[str, Callable[[], Optional[str]]],  # per MCP-over-HTTP server and A2A peer, by name
+        a2a_peers_json: str = "[]",  # [{"name", "url", "ca_file", "allow_insecure_http", "timeout_ms", "start_timeout_ms"}]
+        http_tools_json: str = "",  # the declarations, in the format of psych run --http-tools FILE
     ) -> None: ...
     def offered_json(self) -> str: ...  # offered_now(), as JSON bindings
     def connected_servers(self) -> list[str]: ...
@@ -104,9 +103,9 @@ class Attempt:
     def tool_names(self) -> list[str]: ...
     # One run_code call: (outcome JSON — {"refused": {...}} or a sandbox_result —, stdout bytes,
     # stderr bytes, [artifact bytes], the model's payload JSON text). Failure for a policy that widened.
-    def run_code(self, program: str, stop: StopSource) -> tuple[str, bytes, bytes, list[bytes], str]: ...
-    def calls_json(self) -> str: ...  # as RunLog.calls_json, of this Attempt's Run
+    def run_code(self, program: str, stop: StopSource,
+                 on_output: Optional[Callable[[str, int, bytes, int], None]] = None) -> tuple[str, bytes, bytes, list[bytes], str]: ...
     # The calls this Attempt found in flight from an earlier one (started, never finished), which
-    # opening it recorded as unknown_outcome: [{"call_id", "execution_id", "tool", "outcome"}].
+    # opening it recorded as unknown_outcome: [{"call_id", "execution_id", "tool", "argument_bytes"}].
     def unknown_calls_json(self) -> str: ...
-    def run_spent_json(self) -> str: ...  # meter_readings
+    def run_spent_json(self) -> str: ...  # the Run's meters, recounted from its log (meter_readings)

@@ -61,10 +61,6 @@ class RunLog:
 
         return RunLog(_psych.RunLog.memory())
 
-    def calls(self) -> list[dict[str, Any]]:
-        """Every call the Run's log holds, in order: call_id, execution_id, tool, and outcome (a
-        ToolError kind, "ok", or None for a call that never finished)."""
-        return json.loads(self._compiled.calls_json())
 
 
 def _http_tool_declarations(http_tools: Any) -> str:

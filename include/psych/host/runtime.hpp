@@ -107,6 +107,13 @@ class agent_attempt {
   result<run_code_outcome> run_code(const std::string& program, std::stop_token stop = {},
                                     output_sink* live_output = nullptr);
 
+  /// The calls an earlier Attempt of this Run left in flight, which opening this one recorded as
+  /// unknown_outcome (code_run::unknown_calls); empty when it has no code_run (no code execution, or
+  /// a runtime with no tools: then nothing of the Run is journalled or metered).
+  [[nodiscard]] const std::vector<call_started>& unknown_calls() const noexcept;
+  /// The Run's meters, recounted from its log (code_run::run_spent); zeros without a code_run.
+  result<meter_readings> run_spent() const;
+
  private:
   friend class runtime;
   agent_attempt(const runtime_setup& setup, const agent_version& version, const sandbox_profile* profile,

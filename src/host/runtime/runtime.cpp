@@ -154,6 +154,16 @@ std::vector<std::string> agent_attempt::tool_names() const {
   return names;
 }
 
+const std::vector<call_started>& agent_attempt::unknown_calls() const noexcept {
+  static const std::vector<call_started> none;
+  return run_ ? run_->unknown_calls() : none;
+}
+
+result<meter_readings> agent_attempt::run_spent() const {
+  if (!run_) return meter_readings{};
+  return run_->run_spent();
+}
+
 result<run_code_outcome> agent_attempt::run_code(const std::string& program, std::stop_token stop,
                                                  output_sink* live_output) {
   if (!profile_)
