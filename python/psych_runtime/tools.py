@@ -91,20 +91,20 @@ class McpServer(Struct):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_server_name(self.name)
+        _check_source_name("McpServer", self.name)
         if not self.command:
             raise ValueError(f"McpServer {self.name!r}: command must name a program")
 
     def wire(self) -> "McpStdioConfig":
         return McpStdioConfig(name=self.name, command=self.command, environment=dict(self.env or {}),
-                              timeout_ms=max(1, round(self.timeout * 1000)))
+                              timeout_ms=_milliseconds(self.timeout))
 
 
 @dataclass(frozen=True)
-class McpHttpServer(Struct):
-    """An MCP server over Streamable HTTP. `token` is a callable returning the bearer credential,
-    resolved fresh per request; https is required unless the host is loopback or
-    `allow_insecure_http` says the network in between is trusted."""
+class _HttpSource(Struct):
+    """A source reached over HTTP: `token` is a callable returning the bearer credential, resolved
+    fresh per request; https is required unless the host is loopback or `allow_insecure_http` says
+    the network in between is trusted."""
 
     name: str
     url: str
@@ -114,49 +114,41 @@ class McpHttpServer(Struct):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_server_name(self.name)
+        _check_source_name(type(self).__name__, self.name)
+
+    def _wire_fields(self) -> dict[str, Any]:
+        # Everything but the token: a credential never travels as JSON.
+        return {"name": self.name, "url": self.url, "ca_file": self.ca_file,
+                "allow_insecure_http": self.allow_insecure_http}
+
+
+@dataclass(frozen=True)
+class McpHttpServer(_HttpSource):
+    """An MCP server over Streamable HTTP; its tools are offered as `name__tool`."""
 
     def wire(self) -> "McpHttpConfig":
-        return McpHttpConfig(name=self.name, url=self.url, ca_file=self.ca_file,
-                             allow_insecure_http=self.allow_insecure_http)
+        return McpHttpConfig(**self._wire_fields())
 
 
 @dataclass(frozen=True)
-class A2aPeer(Struct):
+class A2aPeer(_HttpSource):
     """An A2A peer: each skill of its agent card is a tool `name__skill`. Its card is read when the
-    Runtime starts (a peer it cannot reach fails the Runtime then, not a program later). `token` is
-    a callable returning the bearer credential, resolved fresh per request; https is required
-    unless the host is loopback or `allow_insecure_http` says the network in between is trusted.
+    Runtime starts (a peer it cannot reach fails the Runtime then, not a program later).
     `timeout`: seconds per call, from the message to the task's terminal state."""
 
-    name: str
-    url: str
-    token: Optional[Callable[[], Optional[str]]] = None
-    ca_file: Optional[str] = None
-    allow_insecure_http: bool = False
     timeout: float = positive(60.0)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_server_name(self.name)
-
     def wire(self) -> "A2aPeerConfig":
-        return A2aPeerConfig(name=self.name, url=self.url, ca_file=self.ca_file,
-                             allow_insecure_http=self.allow_insecure_http, timeout_ms=int(self.timeout * 1000))
+        return A2aPeerConfig(**self._wire_fields(), timeout_ms=_milliseconds(self.timeout))
 
 
-@dataclass(frozen=True)
-class A2aPeerConfig(Struct):
-    name: str
-    url: str
-    ca_file: Optional[str] = None
-    allow_insecure_http: bool = False
-    timeout_ms: int = 60000
-
-
-def _check_server_name(name: str) -> None:
+def _check_source_name(kind: str, name: str) -> None:
     if not name or "__" in name:
-        raise ValueError(f"MCP server name {name!r} cannot address tools: it is empty or holds '__'")
+        raise ValueError(f"{kind} name {name!r} cannot address tools: it is empty or holds '__'")
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 # What _psych.ToolSource reads for each server (its mcp_servers_json), by the C++ names.
@@ -176,5 +168,10 @@ class McpHttpConfig(Struct):
     allow_insecure_http: bool = False
 
 
-def http_tokens(servers: "tuple[McpServer | McpHttpServer | A2aPeer, ...]") -> Mapping[str, Callable[[], Optional[str]]]:
-    return {s.name: s.token for s in servers if isinstance(s, (McpHttpServer, A2aPeer)) and s.token is not None}
+@dataclass(frozen=True)
+class A2aPeerConfig(McpHttpConfig):
+    timeout_ms: int = 60000
+
+
+def http_tokens(sources: "tuple[McpServer | _HttpSource, ...]") -> Mapping[str, Callable[[], Optional[str]]]:
+    return {s.name: s.token for s in sources if isinstance(s, _HttpSource) and s.token is not None}
