@@ -7,7 +7,9 @@
    pinned backend (bench_python_baseline, driven a step at a time over a pipe so each round puts the
    two beside each other). Target: the Python face at most 1.15x.
 2. A Python tool called from a program, sequentially: calls per second of the execution, a sync
-   tool and an async one, beside a C++ function tool on the same path. Target: at least 5,000/s.
+   tool and an async one, beside a C++ function tool on the same path, each journalled in a run
+   log held in memory (target: at least 5,000/s) and in the file run log (one durable record per
+   call, which bounds both sides alike).
 
 Prints "BENCH name value unit" lines; with --check it exits 1 when a target is missed.
 """
@@ -17,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,7 +74,9 @@ async def run_beside(backend: str, isolation: IsolationLevel, rounds: int, warm_
     return statistics.median(library), statistics.median(python)
 
 
-async def tool_calls_per_second(calls: int) -> dict[str, float]:
+async def tool_calls_per_second(calls: int, scratch: Path) -> dict[str, float]:
+    """Calls per second of one program's sequential calls, each side journalled in a run log held in
+    memory and in the file run log a runtime keeps per Run (one durable record per call)."""
     def echo(i: int) -> int:
         return i
 
@@ -90,16 +95,22 @@ async def tool_calls_per_second(calls: int) -> dict[str, float]:
         code_execution=psych_runtime.CodeExecution(),
     )
     rates = {}
-    with Runtime(sandboxes=[profile], tools=[CodeTool("echo", echo), CodeTool("echo_async", echo_async)]) as runtime:
-        for tool in ("echo", "echo_async"):
-            attempt = runtime.start_attempt(runtime.publish(spec), RunLog.memory())
-            outcome = await attempt.run_code(f"for i in range({calls}):\n    await {tool}(i=i)\nreturn {calls}")
-            if not outcome.result or outcome.result.value != calls:
-                raise RuntimeError(f"the {tool} program failed: {outcome.payload}")
-            rates[tool] = calls / outcome.result.duration_seconds
     baseline = Baseline("linux-process", IsolationLevel.PROCESS)
     try:
-        rates["cpp"] = baseline.ask(f"calls {calls}")
+        with Runtime(sandboxes=[profile], tools=[CodeTool("echo", echo), CodeTool("echo_async", echo_async)]) as runtime:
+            for log_kind in ("memory", "file"):
+                for tool in ("echo", "echo_async"):
+                    path = scratch / f"{tool}.log"
+                    log = RunLog.memory() if log_kind == "memory" else RunLog.file(str(path))
+                    attempt = runtime.start_attempt(runtime.publish(spec), log)
+                    outcome = await attempt.run_code(f"for i in range({calls}):\n    await {tool}(i=i)\nreturn {calls}")
+                    if not outcome.result or outcome.result.value != calls:
+                        raise RuntimeError(f"the {tool} program failed: {outcome.payload}")
+                    rates[f"{log_kind}.{tool}"] = calls / outcome.result.duration_seconds
+                    del attempt, log
+                    path.unlink(missing_ok=True)
+                rates[f"{log_kind}.cpp"] = baseline.ask(
+                    f"calls {calls}" if log_kind == "memory" else f"calls {calls} {scratch / 'cpp.log'}")
     finally:
         baseline.close()
     return rates
@@ -124,12 +135,19 @@ async def main() -> int:
         print(f"BENCH python.run_return_one.{backend}.ratio {ratio:.3f} x (target <= 1.15)")
         if ratio > 1.15:
             missed.append(f"{backend}: {ratio:.3f}x")
-    rates = await tool_calls_per_second(args.calls)
-    print(f"BENCH python.tool_calls.sync {rates['echo']:.0f} calls/s (target >= 5000)")
-    print(f"BENCH python.tool_calls.async {rates['echo_async']:.0f} calls/s (target >= 5000)")
-    print(f"BENCH python.tool_calls.cpp_function_tool {rates['cpp']:.0f} calls/s")
-    print(f"BENCH python.tool_calls.sync_vs_cpp {rates['echo'] / rates['cpp']:.3f} x")
-    missed += [f"{tool}: {rates[tool]:.0f}/s" for tool in ("echo", "echo_async") if rates[tool] < 5000]
+    with tempfile.TemporaryDirectory(prefix="psych-bench-") as scratch:
+        rates = await tool_calls_per_second(args.calls, Path(scratch))
+    # The memory log's figures keep their plain names: they are the face's own cost, which the target
+    # judges. With the file log (one durable record per call, as a runtime keeps per Run) both sides
+    # wait for the disk's sync at every call.
+    for prefix, log_kind, target in (("python.tool_calls", "memory", " (target >= 5000)"),
+                                     ("python.tool_calls.file_log", "file", "")):
+        print(f"BENCH {prefix}.sync {rates[log_kind + '.echo']:.0f} calls/s{target}")
+        print(f"BENCH {prefix}.async {rates[log_kind + '.echo_async']:.0f} calls/s{target}")
+        print(f"BENCH {prefix}.cpp_function_tool {rates[log_kind + '.cpp']:.0f} calls/s")
+        print(f"BENCH {prefix}.sync_vs_cpp {rates[log_kind + '.echo'] / rates[log_kind + '.cpp']:.3f} x")
+    missed += [f"{tool}: {rates['memory.' + tool]:.0f}/s" for tool in ("echo", "echo_async")
+               if rates["memory." + tool] < 5000]
     if missed:
         print("targets missed: " + "; ".join(missed))
     return 1 if (missed and args.check) else 0
