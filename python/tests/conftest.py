@@ -58,9 +58,17 @@ def node_available() -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """In CI (root, every mechanism present) a skip is a failure: a skip is never evidence of support."""
+    """Every skip is a line in $PSYCH_SKIP_LOG, which scripts/test sums up across the suite; and in
+    CI (root, every mechanism present) a skip is a failure: a skip is never evidence of support."""
     outcome = yield
     report = outcome.get_result()
-    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    skip_log = os.environ.get("PSYCH_SKIP_LOG")
+    if skip_log:
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        with open(skip_log, "a", encoding="utf-8") as log:
+            log.write(f"python.pytest\t{item.name}\t{reason}\n")
+    if os.environ.get("CI") == "true":
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where every case must run: {report.longrepr}"

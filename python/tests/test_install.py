@@ -45,14 +45,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def log_skip(case: str, reason: str) -> None:
-    """One line in $PSYCH_SKIP_LOG, which scripts/test sums up across the suite."""
-    path = os.environ.get("PSYCH_SKIP_LOG")
-    if path:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(f"python.pytest\t{case}\t{reason}\n")
-
-
 def clean_environment() -> dict[str, str]:
     # Without the variables that would choose another launcher or another psych_runtime, so a
     # test sees only what the installation itself finds.
@@ -209,7 +201,6 @@ def test_wheel_from_python_build_is_whole(scratch):
     missing = build_frontend_missing(scratch)
     if missing:
         reason = f"python3-build is not installed ({missing})"
-        log_skip("test_wheel_from_python_build_is_whole", reason)
         pytest.skip(reason)
     out = scratch / "dist"
     built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
@@ -257,7 +248,6 @@ def test_sdist_says_it_needs_the_checkout(scratch):
     missing = build_frontend_missing(scratch)
     if missing:
         reason = f"python3-build is not installed ({missing})"
-        log_skip("test_sdist_says_it_needs_the_checkout", reason)
         pytest.skip(reason)
     out = scratch / "dist"
     built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out),
