@@ -20,7 +20,7 @@ from ._dispatch import ToolDispatch
 from ._json import from_json, from_json_text, to_json_text
 from .budget import MeterReadings
 from .description import ProfileStatus
-from .errors import PublishError, ToolCallError, translate
+from .errors import ToolCallError, translate
 from .live import OutputCallback, deliverer
 from .grant import CodeExecutionGrant, CodeExecutionPolicy
 from .results import OutputRequest, OutputWindow, RunCodeOutcome
@@ -176,10 +176,7 @@ class Runtime:
 
         if not isinstance(spec, AgentSpec):
             raise TypeError(f"publish takes an AgentSpec, got {type(spec).__name__}")
-        for tool in spec.tools:
-            reserved = reserved_name_message(tool.name)
-            if reserved:
-                raise PublishError(reserved)
+        # A spec claiming run_code never gets here: AgentSpec refuses it, and so does the C++ publish.
         try:
             digest = self._live().publish(to_json_text(spec))
         except _psych.Failure as failure:
@@ -380,8 +377,8 @@ def _registered_tools(tools: Sequence[CodeTool]) -> dict[str, CodeTool]:
     registered: dict[str, CodeTool] = {}
     for tool in tools:
         if isinstance(tool, HttpTool):
-            raise TypeError(f"Runtime: HttpTool {tool.name!r} cannot be registered here yet; "
-                            "tools= takes CodeTools with a function")
+            raise TypeError(f"Runtime: HttpTool {tool.name!r} is declared with http_tools=, not tools= "
+                            "(which takes CodeTools with a function)")
         if not isinstance(tool, CodeTool):
             raise TypeError(f"Runtime: tools takes CodeTool values, got {type(tool).__name__}")
         if tool.fn is None:
