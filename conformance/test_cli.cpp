@@ -426,6 +426,7 @@ TEST_CASE("psych run: the inputs a new user got wrong are refused or explained")
   SUBCASE("a memory limit too small for the interpreter says so, whichever backend tried") {
     program_file p("return 1\n");
     const auto r = shell(psych_cli + " run --memory-bytes 1 " + p.path());
+    INFO(r.output);
     CHECK(r.status == 1);
     CHECK(r.output.find("below what the interpreter needs to start (about 16 MiB") != std::string::npos);
     CHECK(r.output.find("limit hit: memory_bytes") != std::string::npos);

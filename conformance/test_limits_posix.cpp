@@ -19,6 +19,21 @@ TEST_CASE("an oversized file ends at file_size_bytes") {
   });
 }
 
+TEST_CASE("a memory limit below the interpreter's floor is a limit hit, never a failed launch") {
+  // The interpreter dies at once, often before the launcher has put it in the execution's
+  // cgroup; several runs, so that both sides of that race are met.
+  for_each_backend([](sandbox& sb, const auto&) {
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      CAPTURE(attempt);
+      const auto r = conformance::run(sb, "return 1\n", {.memory_bytes = 1});
+      REQUIRE(r.failure);
+      INFO(r.failure->message);
+      CHECK(r.failure->kind == failure_kind::limit_exceeded);
+      CHECK(r.limit_hit == limit_name::memory_bytes);
+    }
+  });
+}
+
 TEST_CASE("a fork bomb ends at process_count, and every process it made is gone") {
   for_each_backend([](sandbox& sb, const auto&) {
     const auto r = conformance::run(sb, R"(

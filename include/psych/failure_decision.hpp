@@ -104,7 +104,20 @@ inline failure_decision decide_failure(const execution_facts& facts) {
     decided.failure = sandbox_failure{kind, std::move(message)};
     return decided;
   };
-  if (!facts.launch_failure.empty()) return fail(failure_kind::launch_failed, facts.launch_failure);
+  const bool too_small_to_start = facts.memory_bytes > 0 && facts.memory_bytes < too_small_to_start_bytes;
+  const auto too_small = [&](const std::string& what_happened) {
+    decided.limit_hit = limit_name::memory_bytes;
+    return fail(failure_kind::limit_exceeded,
+                "the memory limit of " + std::to_string(facts.memory_bytes) +
+                    " bytes is below what the interpreter needs to start (about 16 MiB for CPython and psych's "
+                    "runtime): " + what_happened);
+  };
+  // Under such a limit nothing can start, so the limit is the answer even when the start is what
+  // failed (a container runtime refuses a memory limit below its own usage); the launch's own
+  // words follow it.
+  if (!facts.launch_failure.empty())
+    return too_small_to_start ? too_small("the launch failed (" + facts.launch_failure + ")")
+                              : fail(failure_kind::launch_failed, facts.launch_failure);
   if (!facts.isolation_failure.empty()) return fail(failure_kind::isolation_unavailable, facts.isolation_failure);
   if (facts.violation) return fail(failure_kind::protocol_violation, *facts.violation);
   if (facts.probe_only) return decided;
@@ -129,13 +142,8 @@ inline failure_decision decide_failure(const execution_facts& facts) {
     return decided;
   }
 
-  if (!facts.reported_containment && facts.memory_bytes > 0 && facts.memory_bytes < too_small_to_start_bytes) {
-    decided.limit_hit = limit_name::memory_bytes;
-    return fail(failure_kind::limit_exceeded,
-                "the memory limit of " + std::to_string(facts.memory_bytes) +
-                    " bytes is below what the interpreter needs to start (about 16 MiB for CPython and psych's "
-                    "runtime): it ended before running the program (" + detail::how_it_ended(exit) + ")");
-  }
+  if (!facts.reported_containment && too_small_to_start)
+    return too_small("it ended before running the program (" + detail::how_it_ended(exit) + ")");
   if (exit_limit) {
     decided.limit_hit = exit_limit;
     return fail(failure_kind::limit_exceeded, "the " + std::string(name_of(*exit_limit)) +

@@ -150,17 +150,28 @@ setup_result<void> check_launcher_alive(int go_fd) {
 
 /// The interpreter's pid on the host: init's only child while init waits for it. From the
 /// kernel's list of init's children, or, on a kernel built without it, from every process's parent.
-setup_result<pid_t> only_child_of(pid_t init) {
+/// None when init has no child left: the interpreter exec'd (its set-up was reported) and has
+/// already ended (a memory limit below what it needs to start kills it at once) and been reaped;
+/// init's report then says how it ended, which is the run's answer, not a failed launch. Nothing
+/// else can be init's child yet: the host sends no program before `started`.
+setup_result<std::optional<pid_t>> only_child_of(pid_t init) {
   char buffer[64];
   if (const auto children = read_proc_file(init, fmt::format("task/{}/children", init).c_str(), buffer, sizeof buffer)) {
     pid_t child = 0;
     if (std::sscanf(std::string(*children).c_str(), "%d", &child) == 1 && child > 0) return child;
-    return fail(refusal(launch_stage::cgroup, "init has no interpreter child to put in the cgroup"));
+    return std::optional<pid_t>{};
   }
   PSYCH_TRY(const auto processes, list_processes());
   for (const pid_t pid : processes)
     if (const auto stat = read_stat(pid); stat && stat->ppid == init) return pid;
-  return fail(refusal(launch_stage::cgroup, "init has no interpreter child to put in the cgroup"));
+  return std::optional<pid_t>{};
+}
+
+/// False once the process has ended (a zombie, or reaped): joining a cgroup may then fail, and
+/// init's report says how it ended.
+bool still_running(pid_t pid) {
+  const auto stat = read_stat(pid);
+  return stat && stat->state != 'Z' && stat->state != 'X';
 }
 
 void end_init(pid_t pid) {
@@ -208,7 +219,9 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
   // The interpreter was forked by init, perhaps before init joined: it joins itself now.
   auto interpreter = only_child_of(init);
   if (!interpreter) return fail_with(interpreter.error());
-  if (auto attached = attach(interpreter.value()); !attached) return fail_with(attached.error());
+  if (interpreter.value())
+    if (auto attached = attach(*interpreter.value()); !attached && still_running(*interpreter.value()))
+      return fail_with(attached.error());
   return isolated_child{.init = spawned{init, at},
                         .report_fd = std::exchange(pipes.report[0], -1),
                         .keepalive_fd = std::exchange(pipes.go[1], -1)};

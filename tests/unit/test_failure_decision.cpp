@@ -230,6 +230,16 @@ TEST_CASE("failure decision: a memory limit too small for the interpreter to sta
     f.reported_containment = true;
     CHECK(kind_of(decide_failure(f)) == failure_kind::crashed);
   }
+  SUBCASE("a start that failed under it is the limit too, with the launch's words") {
+    f.launch_failure = "the container runtime ended before the launcher connected";
+    const auto d = decide_failure(f);
+    CHECK(kind_of(d) == failure_kind::limit_exceeded);
+    CHECK(d.limit_hit == limit_name::memory_bytes);
+    CHECK(d.failure->message.ends_with(
+        "the launch failed (the container runtime ended before the launcher connected)"));
+    f.memory_bytes = too_small_to_start_bytes;
+    CHECK(kind_of(decide_failure(f)) == failure_kind::launch_failed);
+  }
   SUBCASE("a limit with room to start explains nothing") {
     f.memory_bytes = too_small_to_start_bytes;
     CHECK(kind_of(decide_failure(f)) == failure_kind::crashed);
