@@ -46,7 +46,8 @@ set(psych_host_sources
   host/store/memory_run_log.cpp
   host/mcp_server/offered_tools.cpp
   host/mcp_server/mcp_server_session.cpp
-  host/mcp_server/mcp_stdio.cpp)
+  host/mcp_server/mcp_stdio.cpp
+  host/os/cgroup_leaf.cpp)
 # read_tool_output's pattern engine (bindings/line_pattern.hpp): RE2, or, for a target that has no
 # RE2, none (every pattern refused by name).
 set(psych_host_re2_sources host/bindings/line_pattern_re2.cpp)
@@ -64,7 +65,9 @@ set(psych_host_posix_sources
   host/backends/uid_pool.cpp
   # POSIX by nature: descriptors passed over a Unix socket (SCM_RIGHTS).
   host/backends/container/container_sandbox.cpp
-  host/backends/container/container_starter.cpp)
+  host/backends/container/container_starter.cpp
+  # Linux's switches for user namespaces (/proc/sys), which the local backend names when they refuse.
+  host/os/userns_settings.cpp)
 set(psych_host_windows_sources
   host/os/child_process_windows.cpp
   host/os/os_handle_windows.cpp

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "psych/host/cgroup_leaf.hpp"
 #include "commands.hpp"
 #include "mcp_servers.hpp"
 #include "remote_commands.hpp"
@@ -28,11 +29,14 @@ int psych_main(int argc, char** argv) {
   const auto parsed = parse(args);
   if (!parsed) return fail_usage(parsed.error());
   const command& chosen = parsed.value();
-  if (needs_remote(chosen) || config_reaches_http(chosen)) return run_remote(chosen, argv);
   if (const auto* help = std::get_if<help_command>(&chosen)) {
     fmt::print("{}", help->text);
     return completed;
   }
+  // Before any launcher starts (and before serve's threads): where this process is alone in a
+  // cgroup v2 cgroup it may manage, it settles in a leaf so that executions get cgroups beside it.
+  (void)psych::host::settle_in_cgroup_leaf();
+  if (needs_remote(chosen) || config_reaches_http(chosen)) return run_remote(chosen, argv);
   if (const auto* run_it = std::get_if<run_command>(&chosen)) return run(*run_it, {});
   if (const auto* mcp_it = std::get_if<mcp_command>(&chosen)) return mcp_stdio(*mcp_it);  // --listen needs_remote
   return describe(std::get<describe_command>(chosen), {});  // serve needs_remote

@@ -259,6 +259,7 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   auto& g = out.grades;
   auto& problems = out.problems;
   const bool cgroup = m.cgroup != "none";
+  if (!cgroup && !m.cgroup_why_none.empty()) problems.push_back("cgroup: none: " + m.cgroup_why_none);
 
   const bool namespaces = detail::namespaces_held(e, m, c, problems);
   g.filesystem = detail::grade_filesystem(e, m, c, problems);

@@ -52,6 +52,8 @@ struct mechanism_report {
   std::int64_t landlock_abi = 0;   ///< 0: not applied
   std::vector<std::string> namespaces;  ///< e.g. "user", "mount", "pid", "net"
   std::string cgroup = "none";     ///< "none", "v1", "v2"
+  /// cgroup "none" on a cgroup v2 host: which cgroup held it back, which controller, what to configure.
+  std::string cgroup_why_none;
   bool uid_drop = false;           ///< setuid to run_as happened
   bool fds_closed = false;
   bool environment_built = false;
@@ -140,7 +142,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::applied_rlimits, cpu_seconds, address_space_bytes
 BOOST_HANA_ADAPT_STRUCT(psych::job_readback, in_job, kill_on_close, breakaway_forbidden, ui_restricted,
                         active_processes_limit, memory_bytes, cpu_seconds);
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
-                        landlock_abi, namespaces, cgroup, uid_drop, fds_closed, environment_built,
+                        landlock_abi, namespaces, cgroup, cgroup_why_none, uid_drop, fds_closed, environment_built,
                         rlimits, process_count_base, root_entries, cpu_tree_limit, seatbelt, uid_sweep,
                         address_space_limit, job);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <utility>
 
 #include <dirent.h>
+#include <sys/xattr.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -20,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "platform/linux/cgroup_tree.hpp"
 #include "platform/posix/retry.hpp"
 
 namespace psych::launcher {
@@ -79,29 +83,12 @@ void pause_briefly() {
   ::nanosleep(&pause, nullptr);
 }
 
-// ---- text ---------------------------------------------------------------------------------------
+// ---- where the launcher's own cgroup is ---------------------------------------------------------
 
-std::string_view trimmed(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\n");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
-}
-
-std::vector<std::string_view> pieces(std::string_view text, char separator) {
-  std::vector<std::string_view> result;
-  while (!text.empty()) {
-    const auto end = text.find(separator);
-    if (end != 0) result.push_back(text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-  return result;
-}
-
-bool has_item(std::string_view list, std::string_view item, char separator) {
-  const auto items = pieces(trimmed(list), separator);
-  return std::find(items.begin(), items.end(), item) != items.end();
-}
+using platform::cgroup_tree::has_item;
+using platform::cgroup_tree::pieces;
+using platform::cgroup_tree::trimmed;
+using cgroup_view = platform::cgroup_tree::view;
 
 std::optional<std::int64_t> to_int(std::string_view text) {
   std::int64_t value = 0;
@@ -110,96 +97,21 @@ std::optional<std::int64_t> to_int(std::string_view text) {
   return value;
 }
 
-// mountinfo writes a space, tab, newline or backslash in a path as \ooo.
-std::string unescaped(std::string_view field) {
-  const auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string result;
-  for (std::size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() && octal(field[i + 1]) && octal(field[i + 2]) &&
-        octal(field[i + 3])) {
-      result.push_back(static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0')));
-      i += 3;
-    } else {
-      result.push_back(field[i]);
-    }
-  }
-  return result;
-}
-
-// ---- where the launcher's own cgroup is ---------------------------------------------------------
-
-struct cgroup_mount {
-  bool version2 = false;
-  std::string root;     ///< the cgroup the mount shows at its mount point (a bind or a namespace may show a subtree)
-  std::string point;
-  std::string options;  ///< super options: a v1 mount names its controllers there
-};
-
-struct membership {
-  bool version2 = false;  ///< hierarchy id 0
-  std::string controllers;
-  std::string path;
-};
-
-struct cgroup_view {
-  std::vector<cgroup_mount> mounts;
-  std::vector<membership> memberships;
-};
-
-// "id parent major:minor root mount_point options [optional fields] - type source super_options"
-std::optional<cgroup_mount> parse_mount(std::string_view line) {
-  const auto fields = pieces(line, ' ');
-  const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
-  if (dash - fields.begin() < 6 || fields.end() - dash < 4) return std::nullopt;
-  if (dash[1] != "cgroup" && dash[1] != "cgroup2") return std::nullopt;
-  return cgroup_mount{dash[1] == "cgroup2", unescaped(fields[3]), unescaped(fields[4]), std::string(dash[3])};
-}
-
-// "id:controllers:path"; the path may itself hold colons.
-std::optional<membership> parse_membership(std::string_view line) {
-  const auto first = line.find(':');
-  const auto second = line.find(':', first == std::string_view::npos ? first : first + 1);
-  if (second == std::string_view::npos) return std::nullopt;
-  return membership{line.substr(0, first) == "0", std::string(line.substr(first + 1, second - first - 1)),
-                    std::string(line.substr(second + 1))};
-}
-
 setup_result<cgroup_view> read_view() {
-  cgroup_view view;
   auto memberships = read_file("/proc/self/cgroup");
   // A kernel without cgroups has no such file: no hierarchy to use, which is not a failure.
-  if (!memberships && memberships.error().error_number == ENOENT) return view;
+  if (!memberships && memberships.error().error_number == ENOENT) return cgroup_view{};
   PSYCH_TRY(const auto own, std::move(memberships));
   PSYCH_TRY(const auto mounts, read_file("/proc/self/mountinfo"));
-  for (const auto line : pieces(mounts, '\n'))
-    if (auto mount = parse_mount(line)) view.mounts.push_back(std::move(*mount));
-  for (const auto line : pieces(own, '\n'))
-    if (auto member = parse_membership(line)) view.memberships.push_back(std::move(*member));
-  return view;
-}
-
-std::optional<std::string> under_mount(const cgroup_mount& mount, std::string_view path) {
-  const std::string_view root = mount.root == "/" ? std::string_view{} : std::string_view(mount.root);
-  if (path.substr(0, root.size()) != root) return std::nullopt;
-  const auto rest = path.substr(root.size());
-  if (!rest.empty() && rest.front() != '/') return std::nullopt;  // "/ab" is not inside "/a"
-  return rest == "/" ? mount.point : mount.point + std::string(rest);
+  return platform::cgroup_tree::parse_view(mounts, own);
 }
 
 // The launcher's own cgroup as a host directory: in the v1 hierarchy that holds `controller`, or
 // in the v2 hierarchy when `controller` is empty. nullopt when no mount shows it.
 std::optional<std::string> own_directory(const cgroup_view& view, std::string_view controller) {
-  const bool v2 = controller.empty();
-  const auto holds = [&](bool version2, std::string_view controllers) {
-    return version2 == v2 && (v2 || has_item(controllers, controller, ','));
-  };
-  for (const auto& member : view.memberships) {
-    if (!holds(member.version2, member.controllers)) continue;
-    for (const auto& mount : view.mounts)
-      if (holds(mount.version2, mount.options))
-        if (auto directory = under_mount(mount, member.path)) return directory;
-  }
-  return std::nullopt;
+  auto found = platform::cgroup_tree::own_cgroup(view, controller);
+  if (!found) return std::nullopt;
+  return std::move(found->directory);
 }
 
 // ---- what to create and write -------------------------------------------------------------------
@@ -238,38 +150,153 @@ std::int64_t cpu_quota_us(const cgroup_limits& limits) {
   return std::max(cpu_quota_min_us, static_cast<std::int64_t>(quota));
 }
 
-// A v2 child gets a controller only if its parent's subtree_control enables it, and the kernel
-// refuses that (EBUSY) in a cgroup that holds processes, the root excepted: the launcher's own
-// cgroup qualifies only when it is the root or already hands the controllers down.
-setup_result<bool> enable_controllers(const std::string& parent, const std::vector<std::string_view>& wanted) {
-  const auto offered = read_file(parent + "/cgroup.controllers");
-  const auto enabled = read_file(parent + "/cgroup.subtree_control");
-  PSYCH_TRY(const bool readable, usable(offered));
-  if (!readable) return false;
-  PSYCH_TRY(const bool enabled_readable, usable(enabled));
-  if (!enabled_readable) return false;
-  std::string missing;
-  for (const auto controller : wanted) {
-    if (!has_item(offered.value(), controller, ' ')) return false;
-    if (!has_item(enabled.value(), controller, ' '))
-      missing += fmt::format("{}+{}", missing.empty() ? "" : " ", controller);
+// ---- where a v2 execution cgroup goes -----------------------------------------------------------
+//
+// A v2 cgroup hands a controller to its children only when its cgroup.subtree_control enables it,
+// and the kernel refuses that (EBUSY) in a cgroup that holds processes, the hierarchy's root
+// excepted. The launcher always holds its own cgroup, so its executions go in the nearest cgroup at
+// or above it that hands memory and pids down and that it may write; it moves nothing there but
+// its own children. Where the walk may go, and where it may enable controllers, is bounded by
+// what is psych's to manage (docs/cgroups.md).
+
+constexpr const char* configured_parent_variable = "PSYCH_CGROUP_PARENT";
+
+// systemd marks a cgroup it delegated with an extended attribute (trusted.delegate from the system
+// manager, user.delegate from a user's): that subtree is its unit's to manage, and nothing above it.
+bool marked_delegated(const std::string& directory) {
+  for (const char* name : {"trusted.delegate", "user.delegate"}) {
+    char value[4] = {};
+    if (::getxattr(directory.c_str(), name, value, sizeof value) > 0 && value[0] == '1') return true;
   }
-  if (missing.empty()) return true;
-  return usable(write_file(parent + "/cgroup.subtree_control", missing));
+  return false;
 }
 
-setup_result<std::optional<plan>> plan_v2(const cgroup_view& view, const cgroup_limits& limits) {
-  const auto parent = own_directory(view, "");
-  if (!parent) return std::optional<plan>{};
-  PSYCH_TRY(const bool enabled, enable_controllers(*parent, controllers_for(limits)));
-  if (!enabled) return std::optional<plan>{};
-  plan result{cgroup_version::v2, {*parent}, 1, {}, 0};  // cpu.stat's usage needs no controller
-  result.settings = {{0, "memory.max", memory_value(limits)},
-                     {0, "memory.swap.max", "0", true},
-                     {0, "pids.max", fmt::format("{}", limits.pids)}};
-  if (wants_cpu(limits))
-    result.settings.push_back({0, "cpu.max", fmt::format("{} {}", cpu_quota_us(limits), cpu_period_us)});
-  return std::optional<plan>(std::move(result));
+std::string parent_of(const std::string& directory) { return directory.substr(0, directory.rfind('/')); }
+
+std::string pids_in(const std::string& directory) {
+  const auto listed = read_file(directory + "/cgroup.procs");
+  if (!listed) return "unreadable";
+  const auto pids = pieces(listed.value(), '\n');
+  if (pids.size() > 6) return fmt::format("{} and {} more", fmt::join(pids.begin(), pids.begin() + 5, ", "), pids.size() - 5);
+  return fmt::format("{}", fmt::join(pids, ", "));
+}
+
+/// Empty when `directory` can parent executions with `wanted` (enabling them there if `may_enable`
+/// and they are not yet); else why not, naming the controller, the file and what holds it back.
+setup_result<std::string> why_not_parent(const std::string& directory, const std::vector<std::string_view>& wanted,
+                                         bool may_enable) {
+  const auto offered = read_file(directory + "/cgroup.controllers");
+  if (!offered) {
+    PSYCH_TRY(const bool readable, usable(offered));
+    if (!readable) return fmt::format("{}: cgroup.controllers cannot be read ({})", directory, offered.error().message);
+  }
+  std::vector<std::string_view> absent;
+  for (const auto controller : wanted)
+    if (!has_item(offered.value(), controller, ' ')) absent.push_back(controller);
+  if (!absent.empty())
+    return fmt::format("the {} controller{} not available in {} (its cgroup.controllers: \"{}\"): the cgroup above it "
+                       "does not delegate {}",
+                       fmt::join(absent, " and "), absent.size() == 1 ? " is" : "s are", directory,
+                       trimmed(offered.value()), absent.size() == 1 ? "it" : "them");
+  if (::access(directory.c_str(), W_OK) != 0)
+    return fmt::format("{} is not writable by uid {}: it is not this user's to manage", directory, ::geteuid());
+  PSYCH_TRY(const auto enabled, read_file(directory + "/cgroup.subtree_control"));
+  std::string missing;
+  for (const auto controller : wanted)
+    if (!has_item(enabled, controller, ' ')) missing += fmt::format("{}+{}", missing.empty() ? "" : " ", controller);
+  if (missing.empty()) return std::string{};
+  if (!may_enable)
+    return fmt::format("{} does not hand {} down (its cgroup.subtree_control: \"{}\"), and it is not psych's to "
+                       "change",
+                       directory, missing, trimmed(enabled));
+  auto written = write_file(directory + "/cgroup.subtree_control", missing);
+  if (written) return std::string{};
+  const auto error = written.error().error_number;
+  if (error == EBUSY)
+    return fmt::format("{} holds processes (pids {}), and a cgroup v2 cgroup that holds processes cannot hand "
+                       "controllers down",
+                       directory, pids_in(directory));
+  if (!unusable(error)) return fail(std::move(written).error());
+  return fmt::format("{}: writing \"{}\" to cgroup.subtree_control: {}", directory, missing, written.error().message);
+}
+
+/// What to do about it, for the account the launcher runs as.
+std::string remedy() {
+  if (::geteuid() == 0)
+    return fmt::format("give psych a cgroup it may manage: run it in a systemd unit with Delegate=yes (psych serve, "
+                       "run, and mcp settle themselves in a leaf of it), or set {} to a cgroup that holds no "
+                       "processes (docs/cgroups.md)",
+                       configured_parent_variable);
+  return fmt::format("run psych under your systemd user manager with memory and pids delegated (systemd-run --user "
+                     "--scope -p Delegate=yes psych ...; Delegate=memory pids in user@.service), or set {} to a cgroup "
+                     "of yours that holds no processes (docs/cgroups.md)",
+                     configured_parent_variable);
+}
+
+struct v2_parent {
+  std::optional<std::string> directory;
+  std::string why_none;  ///< when there is none, though a v2 hierarchy shows the launcher's cgroup
+};
+
+setup_result<v2_parent> find_v2_parent(const cgroup_view& view, const std::vector<std::string_view>& wanted) {
+  const auto own = platform::cgroup_tree::own_cgroup(view, "");
+  if (!own) return v2_parent{};
+  if (const char* configured = std::getenv(configured_parent_variable); configured != nullptr && *configured != 0) {
+    // As /proc/self/cgroup names a cgroup, or as a directory under the mount.
+    std::string directory = configured;
+    if (!directory.starts_with(own->mount_point + "/")) directory = own->mount_point + "/" + directory;
+    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+    if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
+      return v2_parent{std::nullopt, fmt::format("{}={}: mkdir {}: {}", configured_parent_variable, configured,
+                                                 directory, std::strerror(errno))};
+    PSYCH_TRY(const auto why, why_not_parent(directory, wanted, true));
+    if (why.empty()) return v2_parent{directory, {}};
+    return v2_parent{std::nullopt, fmt::format("{}={}: {}", configured_parent_variable, configured, why)};
+  }
+  // Above a cgroup systemd delegated is not the launcher's: the walk ends there. Without such a
+  // mark, an unprivileged launcher's reach is what the kernel lets it write (delegation by
+  // ownership); root may use any cgroup above that already hands the controllers down, but
+  // enables them only in a delegated subtree or at the top of what it sees (a container's own).
+  std::optional<std::string> boundary;
+  for (std::string at = own->directory;; at = parent_of(at)) {
+    if (marked_delegated(at)) {
+      boundary = at;
+      break;
+    }
+    if (at.size() <= own->mount_point.size()) break;
+  }
+  std::string first_reason;
+  for (std::string at = own->directory;; at = parent_of(at)) {
+    const bool top = at.size() <= own->mount_point.size();
+    const bool may_enable = boundary || top || ::geteuid() != 0;
+    PSYCH_TRY(const auto why, why_not_parent(at, wanted, may_enable));
+    if (why.empty()) return v2_parent{at, {}};
+    if (first_reason.empty()) first_reason = why;
+    if (top || at == boundary) break;
+  }
+  return v2_parent{std::nullopt, fmt::format("cgroup v2: {}; no cgroup above it can hold the executions either. To "
+                                             "fix: {}",
+                                             first_reason, remedy())};
+}
+
+std::vector<setting> v2_settings(const cgroup_limits& limits) {
+  std::vector<setting> settings = {{0, "memory.max", memory_value(limits)},
+                                   {0, "memory.swap.max", "0", true},
+                                   // An OOM kill takes the whole tree, never one process of it.
+                                   {0, "memory.oom.group", "1", true},
+                                   {0, "pids.max", fmt::format("{}", limits.pids)}};
+  if (wants_cpu(limits)) settings.push_back({0, "cpu.max", fmt::format("{} {}", cpu_quota_us(limits), cpu_period_us)});
+  return settings;
+}
+
+setup_result<std::optional<plan>> plan_v2(const cgroup_view& view, const cgroup_limits& limits, std::string& why_none) {
+  PSYCH_TRY(const auto found, find_v2_parent(view, controllers_for(limits)));
+  if (!found.directory) {
+    why_none = found.why_none;
+    return std::optional<plan>{};
+  }
+  // cpu.stat's usage needs no controller.
+  return std::optional<plan>(plan{cgroup_version::v2, {*found.directory}, 1, v2_settings(limits), 0});
 }
 
 setup_result<std::optional<plan>> plan_v1(const cgroup_view& view, const cgroup_limits& limits) {
@@ -462,7 +489,8 @@ execution_cgroup::execution_cgroup(execution_cgroup&& other) noexcept
       directories_(std::exchange(other.directories_, {})),
       exposed_(std::exchange(other.exposed_, 0)),
       accounting_(std::exchange(other.accounting_, std::nullopt)),
-      removed_(std::exchange(other.removed_, false)) {}
+      removed_(std::exchange(other.removed_, false)),
+      why_none_(std::exchange(other.why_none_, {})) {}
 
 execution_cgroup& execution_cgroup::operator=(execution_cgroup&& other) noexcept {
   if (this != &other) {
@@ -472,6 +500,7 @@ execution_cgroup& execution_cgroup::operator=(execution_cgroup&& other) noexcept
     exposed_ = std::exchange(other.exposed_, 0);
     accounting_ = std::exchange(other.accounting_, std::nullopt);
     removed_ = std::exchange(other.removed_, false);
+    why_none_ = std::exchange(other.why_none_, {});
   }
   return *this;
 }
@@ -482,24 +511,36 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
   PSYCH_TRY(check_limits(limits));
   PSYCH_TRY(const auto view, read_view());
   const auto name = next_name();
-  for (const auto planner : {&plan_v2, &plan_v1}) {
-    PSYCH_TRY(const auto planned, planner(view, limits));
-    if (!planned) continue;
+  std::string why_no_v2;
+  const auto make = [&](const plan& planned) -> setup_result<std::optional<execution_cgroup>> {
     execution_cgroup cgroup;
-    cgroup.version_ = planned->version;
-    cgroup.exposed_ = planned->exposed;
-    cgroup.accounting_ = planned->accounting;
-    for (const auto& parent : planned->parents) {
+    cgroup.version_ = planned.version;
+    cgroup.exposed_ = planned.exposed;
+    cgroup.accounting_ = planned.accounting;
+    for (const auto& parent : planned.parents) {
       PSYCH_TRY(auto directory, make_child(parent, name));
       if (!directory) break;
       cgroup.directories_.push_back(std::move(*directory));
     }
     // A hierarchy that let us make some directories but not all is no use: the destructor undoes them.
-    if (cgroup.directories_.size() != planned->parents.size()) continue;
-    PSYCH_TRY(write_limits(cgroup.directories_, planned->settings));
-    return cgroup;
+    if (cgroup.directories_.size() != planned.parents.size()) return std::optional<execution_cgroup>{};
+    PSYCH_TRY(write_limits(cgroup.directories_, planned.settings));
+    return std::optional<execution_cgroup>(std::move(cgroup));
+  };
+  PSYCH_TRY(const auto v2, plan_v2(view, limits, why_no_v2));
+  if (v2) {
+    PSYCH_TRY(auto made, make(*v2));
+    if (made) return std::move(*made);
+    why_no_v2 = fmt::format("cgroup v2: no child could be made in {}", v2->parents.front());
   }
-  return execution_cgroup{};
+  PSYCH_TRY(const auto v1, plan_v1(view, limits));
+  if (v1) {
+    PSYCH_TRY(auto made, make(*v1));
+    if (made) return std::move(*made);
+  }
+  execution_cgroup none;
+  none.why_none_ = std::move(why_no_v2);
+  return none;
 }
 
 cgroup_version execution_cgroup::version() const { return version_; }
@@ -508,8 +549,10 @@ setup_result<void> execution_cgroup::narrow(const cgroup_limits& limits) const {
   if (version_ == cgroup_version::none) return success();
   PSYCH_TRY(check_limits(limits));
   PSYCH_TRY(const auto view, read_view());
+  // v2's settings are all in its one directory, wherever it was made.
+  if (version_ == cgroup_version::v2) return write_limits(directories_, v2_settings(limits));
   // The same plan as create()'s, so each setting names the same directory by the same index.
-  PSYCH_TRY(const auto planned, version_ == cgroup_version::v2 ? plan_v2(view, limits) : plan_v1(view, limits));
+  PSYCH_TRY(const auto planned, plan_v1(view, limits));
   if (!planned || planned->parents.size() != directories_.size())
     return fail(refusal(cgroup_stage, "the hierarchy the cgroup was made in no longer plans the same directories"));
   return write_limits(directories_, planned->settings);

@@ -3,12 +3,12 @@
 // tree (rlimits are per process), and a kill that reaches every process in it, wherever it
 // re-parented itself. A fresh child cgroup per execution, under the launcher's own cgroup.
 //
-// cgroup v2 is used when its memory and pids controllers (and cpu, when a quota is asked for) can
-// be enabled below the launcher's cgroup; else cgroup v1 when those hierarchies let the launcher
-// make a child; else none, which is an answer and not an error: the caller grades memory as not
-// enforced by a cgroup. The launcher never moves itself to make v2 usable: a v2 cgroup that holds
-// processes cannot hand controllers to its children, which rules v2 out below any cgroup the
-// launcher shares with others.
+// cgroup v2 is used when a cgroup at or above the launcher's own hands memory and pids down (and
+// cpu, when a quota is asked for) and the launcher may write it: PSYCH_CGROUP_PARENT if set, else
+// the nearest such cgroup, never above one systemd delegated (docs/cgroups.md); else cgroup v1 when
+// those hierarchies let the launcher make a child; else none, which is an answer and not an error:
+// the caller grades memory as not enforced by a cgroup, and why_none() says what held v2 back.
+// The launcher moves no process but its own children.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -44,12 +44,16 @@ class execution_cgroup {
   execution_cgroup& operator=(const execution_cgroup&) = delete;
   ~execution_cgroup();
 
-  /// Makes "psych-<launcher pid>-<counter>" below the launcher's own cgroup, writes the limits and
-  /// reads each back: a limit that does not read back as written fails the call. Version none
+  /// Makes "psych-<launcher pid>-<counter>" in the launcher's cgroup or one above it (see above),
+  /// writes the limits and reads each back: a limit that does not read back as written fails the call. Version none
   /// (not an error) when no hierarchy lets the launcher make a child holding every limit asked for.
   static setup_result<execution_cgroup> create(const cgroup_limits& limits);
 
   cgroup_version version() const;
+
+  /// For version none on a host whose cgroup v2 hierarchy shows the launcher: which cgroup held it
+  /// back, which controller, and what to configure. Empty otherwise.
+  const std::string& why_none() const noexcept { return why_none_; }
 
   /// Writes lower limits into the existing cgroup and reads each back (a prepared sandbox being
   /// claimed: docs/pools.md). The caller checked they do not exceed the ones it was made with.
@@ -90,6 +94,7 @@ class execution_cgroup {
   std::size_t exposed_ = 0;               ///< leading directories that directories() reports
   std::optional<std::size_t> accounting_;  ///< the directory that reports the tree's CPU time
   bool removed_ = false;                  ///< remove() began: directories_ holds only what it could not remove
+  std::string why_none_;
 };
 
 /// Inside a container with a cgroup namespace of its own: the CPU time its whole cgroup (the

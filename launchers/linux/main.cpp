@@ -176,6 +176,7 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .landlock_abi = landlock_abi_used(),
                                      .namespaces = isolated_namespace_names(),
                                      .cgroup = std::string(name_of_version(cgroup->version())),
+                                     .cgroup_why_none = cgroup->why_none(),
                                      .uid_drop = identity.privileged_writer,
                                      .fds_closed = true,
                                      .environment_built = true,

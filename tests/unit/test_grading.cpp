@@ -349,6 +349,21 @@ TEST_CASE("ISOLATED needs every boundary observed") {
     CHECK(graded.grades.memory == enforcement::unverified);
     CHECK(graded.achieved == isolation_level::isolated);
   }
+  SUBCASE("no cgroup: memory unverified, and the launcher's reason for it is a problem, said once") {
+    auto none = m;
+    none.cgroup = "none";
+    none.cgroup_why_none = "cgroup v2: /sys/fs/cgroup/x.scope holds processes (pids 1)";
+    auto c = good;
+    c.cgroup_memory_limit = -1;
+    const auto graded = grade_containment(e, none, c);
+    CHECK(graded.grades.memory == enforcement::unverified);
+    CHECK(std::count(graded.problems.begin(), graded.problems.end(),
+                     "cgroup: none: cgroup v2: /sys/fs/cgroup/x.scope holds processes (pids 1)") == 1);
+    none.cgroup_why_none.clear();
+    const auto silent = grade_containment(e, none, c);
+    CHECK(std::none_of(silent.problems.begin(), silent.problems.end(),
+                       [](const std::string& p) { return p.starts_with("cgroup:"); }));
+  }
   SUBCASE("unprivileged: the worker's own uid mapped, identity unavailable, the boundary holds") {
     auto unprivileged = e;
     unprivileged.run_as_uid.reset();
