@@ -1,6 +1,7 @@
 #pragma once
 // The step of a launch that failed: the `stage` of the contract's `error` frame (frames.hpp). The
-// host does not branch on it; it names the step in `launch_failed`'s message, so a launcher built
+// host names the step in `launch_failed`'s message and never decides an outcome by it (the local
+// backend reads it only to say which host setting refused a namespace step), so a launcher built
 // apart from its host may name a step this host does not have: the frame carries an open_enum.
 #include "psych/names.hpp"
 

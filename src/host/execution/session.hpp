@@ -108,6 +108,9 @@ class claim_point {
 struct session_outcome {
   sandbox_result result;
   std::optional<mechanism_report> mechanisms;  ///< what the launcher applied, if it got that far
+  /// The launcher's `error` frame, when its setup failed: its stage and errno, for a backend that
+  /// can say more about them than the failure's message does.
+  std::optional<protocol::launch_error_frame> launch_error;
   bool program_started = false;                ///< a `run` frame was sent
   /// A claimed prepared sandbox had ended (or its child had) before it could be narrowed: nothing
   /// of the program reached it, and the request may run on a fresh one.

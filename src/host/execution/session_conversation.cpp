@@ -49,6 +49,7 @@ awaitable<void> session_conversation::converse() {
     s.launch_failure = fmt::format("{}: {}({}): {}", error->stage.spelling(), error->syscall,
                                    error->error_number ? std::strerror(static_cast<int>(error->error_number)) : "-",
                                    error->message);
+    s.outcome.launch_error = *error;
     co_return;
   }
   s.outcome.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +33,9 @@
 #include "psych/host/sandbox.hpp"
 #include "execution/session.hpp"
 #include "backends/uid_pool.hpp"
+#ifdef __linux__
+#include "os/userns_settings.hpp"
+#endif
 
 namespace psych {
 namespace {
@@ -44,6 +48,15 @@ std::int64_t worker_uid() { return -1; }
 #else
 bool worker_is_root() { return ::geteuid() == 0; }
 std::int64_t worker_uid() { return ::getuid(); }
+#endif
+
+#ifdef __linux__
+/// The host setting that refused this process's user namespaces with `error_number`, with its
+/// remedy for `launcher`; nullopt when none did (the errno alone is then all there is to say).
+std::optional<std::string> userns_refused_by(int error_number, std::string_view launcher) {
+  return host::userns_restriction(host::read_userns_settings(),
+                                  {.error_number = error_number, .root = worker_is_root(), .launcher = launcher});
+}
 #endif
 
 /// A backend that runs this platform's launcher (docs/contract.md) at one level.
@@ -92,6 +105,7 @@ class launcher_sandbox final : public sandbox {
     host::session_plan plan = plan_for(probe_terms(), lease.value());
     plan.probe_only = true;
     auto outcome = host::run_session(plan, {});
+    explain_launch_failure(outcome);
     if (lease.value()) {
       if (auto held_back = lease.value()->release()) d.problems.push_back(*held_back);
     }
@@ -130,7 +144,9 @@ class launcher_sandbox final : public sandbox {
     if (!lease) return host::refused_result(failure_kind::launch_failed, lease.error().message());
     host::session_plan plan = plan_for(terms, lease.value());
     host::add_request(plan, request);
-    auto result = host::run_session(plan, std::move(stop)).result;
+    auto outcome = host::run_session(plan, std::move(stop));
+    explain_launch_failure(outcome);
+    auto result = std::move(outcome.result);
     // The session has ended: the launcher killed and reaped the tree and the host swept.
     if (lease.value()) {
       if (auto held_back = lease.value()->release()) result.problems.push_back(*held_back);
@@ -146,6 +162,23 @@ class launcher_sandbox final : public sandbox {
   sandbox_result on_this_platform(sandbox_result result) const {
     result.strongest_grades = host::strongest_grades_of(name_);
     return result;
+  }
+
+  /// An ISOLATED launch refused while making its namespaces says which host setting refused them,
+  /// when one did: EPERM from sethostname names neither AppArmor nor a sysctl.
+  void explain_launch_failure(host::session_outcome& outcome) const {
+#ifdef __linux__
+    auto& failure = outcome.result.failure;
+    const auto& error = outcome.launch_error;
+    if (level_ != isolation_level::isolated || !error || !failure || failure->kind != failure_kind::launch_failed)
+      return;
+    const auto stage = error->stage.known();
+    if (!stage || !host::namespace_setup_stage(*stage)) return;
+    if (auto cause = userns_refused_by(static_cast<int>(error->error_number), launcher_))
+      failure->message.append(", because ").append(*cause);
+#else
+    (void)outcome;
+#endif
   }
 
   sandbox_limits ceiling() const { return overlay(local_builtin_ceiling, options_.limit_ceiling); }
@@ -243,7 +276,7 @@ struct candidate {
 #ifdef __linux__
 /// Whether this process may create the namespaces an ISOLATED execution needs, tried in a child
 /// that makes them and exits. nullopt: it can; otherwise why not, with guidance.
-std::optional<std::string> user_namespaces_unavailable() {
+std::optional<std::string> user_namespaces_unavailable(std::string_view launcher) {
   constexpr int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                         CLONE_NEWCGROUP;
   const pid_t child = ::fork();  // only unshare and _exit run in it: safe in a threaded host
@@ -254,6 +287,10 @@ std::optional<std::string> user_namespaces_unavailable() {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
   const int error = WIFEXITED(status) ? WEXITSTATUS(status) - 1 : 0;
+  if (auto cause = error ? userns_refused_by(error, launcher) : std::nullopt)
+    return fmt::format("this host does not let psych create user namespaces (unshare: {}), because {}; or use a "
+                       "container or a remote sandbox service for isolation=isolated",
+                       std::strerror(error), *cause);
   return fmt::format("this host does not let psych create user namespaces (unshare: {}); enable them "
                      "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or the "
                      "container's seccomp/AppArmor profile), or use a container or a remote sandbox service "
@@ -265,12 +302,13 @@ std::optional<std::string> user_namespaces_unavailable() {
 /// Why a backend of this platform, whose launcher and interpreter were found, cannot run here;
 /// nullopt: it can.
 std::optional<std::string> unavailable_here(const host::local_backend_kind& kind, const local_sandbox_options& options,
-                                            bool probe_namespaces) {
+                                            bool probe_namespaces, std::string_view launcher) {
   if (kind.isolation == isolation_level::isolated) {
 #ifdef __linux__
-    return probe_namespaces ? user_namespaces_unavailable() : std::nullopt;
+    return probe_namespaces ? user_namespaces_unavailable(launcher) : std::nullopt;
 #else
     (void)probe_namespaces;
+    (void)launcher;
     return fmt::format("{} has no ISOLATED level on {}", kind.launcher, kind.platform);
 #endif
   }
@@ -330,7 +368,8 @@ std::vector<candidate> local_candidates(const local_sandbox_options& options, bo
     candidate here{{std::string(kind.name), kind.isolation, false, {}}, nullptr};
     if (!launcher) here.info.reason = launcher.error().message();
     else if (!python) here.info.reason = python.error().message();
-    else if (auto why_not = unavailable_here(kind, options, probe_namespaces)) here.info.reason = *why_not;
+    else if (auto why_not = unavailable_here(kind, options, probe_namespaces, launcher.value()))
+      here.info.reason = *why_not;
     else {
       here.info.available = true;
       here.info.reason = kind.isolation == isolation_level::isolated
