@@ -539,7 +539,9 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
     if (made) return std::move(*made);
   }
   execution_cgroup none;
-  none.why_none_ = std::move(why_no_v2);
+  // On a hybrid host the v1 hierarchies hold memory and pids, and v2 was never the place: its
+  // reason would only be noise there.
+  if (!own_directory(view, "memory")) none.why_none_ = std::move(why_no_v2);
   return none;
 }
 

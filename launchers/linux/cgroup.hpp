@@ -51,8 +51,8 @@ class execution_cgroup {
 
   cgroup_version version() const;
 
-  /// For version none on a host whose cgroup v2 hierarchy shows the launcher: which cgroup held it
-  /// back, which controller, and what to configure. Empty otherwise.
+  /// For version none on a cgroup v2 host (no v1 memory hierarchy): which cgroup held it back,
+  /// which controller, and what to configure. Empty otherwise.
   const std::string& why_none() const noexcept { return why_none_; }
 
   /// Writes lower limits into the existing cgroup and reads each back (a prepared sandbox being

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "psych/failure_decision.hpp"  // interpreter_start_bytes
 #include "psych/limits.hpp"
 #include "psych/protocol/launch_checks.hpp"
 
@@ -49,6 +50,13 @@ setup_result<void> validate_narrowing(const sandbox_limits& narrowed, const sand
   narrow(capped, launched);
   if (!(capped == narrowed))
     return fail(refusal(launch_stage::narrow, "a narrowing may only lower limits, and one of these is above the launch's"));
+  // The prepared interpreter already holds what starting took; below that, a program that
+  // allocated nothing would seem to run within a limit it is already past.
+  if (narrowed.address_space_bytes.value < interpreter_start_bytes)
+    return fail(refusal(launch_stage::narrow,
+                        fmt::format("a memory limit of {} bytes is below what the interpreter running here already "
+                                    "holds (about {} MiB)",
+                                    narrowed.address_space_bytes.value, interpreter_start_bytes >> 20)));
   return success();
 }
 
