@@ -52,6 +52,8 @@ cgroup_settlement settle_in_cgroup_leaf() {
   const auto own = tree::own_cgroup(tree::parse_view(*mountinfo, *own_cgroups), "");
   if (!own) return out;  // no cgroup v2 hierarchy shows this process: nothing to settle
   const auto& cgroup = own->directory;
+  // Settled already (psych serve's main hands over to psych-remote by exec, which asks again).
+  if (cgroup.ends_with("/" + std::string(leaf_name))) return out;
   const auto enabled = read_text(cgroup + "/cgroup.subtree_control");
   const auto offered = read_text(cgroup + "/cgroup.controllers");
   if (!enabled || !offered) return out;
