@@ -47,7 +47,8 @@ set(psych_host_sources
   host/mcp_server/offered_tools.cpp
   host/mcp_server/mcp_server_session.cpp
   host/mcp_server/mcp_stdio.cpp
-  host/os/cgroup_leaf.cpp)
+  host/os/cgroup_leaf.cpp
+  host/os/kernel_text.cpp)
 # read_tool_output's pattern engine (bindings/line_pattern.hpp): RE2, or, for a target that has no
 # RE2, none (every pattern refused by name).
 set(psych_host_re2_sources host/bindings/line_pattern_re2.cpp)

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "platform/linux/cgroup_tree.hpp"
+#include "psych/protocol/attach.hpp"  // cgroup_parent_variable
 #include "platform/posix/retry.hpp"
 
 namespace psych::launcher {
@@ -159,8 +160,6 @@ std::int64_t cpu_quota_us(const cgroup_limits& limits) {
 // its own children. Where the walk may go, and where it may enable controllers, is bounded by
 // what is psych's to manage (docs/cgroups.md).
 
-constexpr const char* configured_parent_variable = "PSYCH_CGROUP_PARENT";
-
 // systemd marks a cgroup it delegated with an extended attribute (trusted.delegate from the system
 // manager, user.delegate from a user's): that subtree is its unit's to manage, and nothing above it.
 bool marked_delegated(const std::string& directory) {
@@ -226,11 +225,11 @@ std::string remedy() {
     return fmt::format("give psych a cgroup it may manage: run it in a systemd unit with Delegate=yes (psych serve, "
                        "run, and mcp settle themselves in a leaf of it), or set {} to a cgroup that holds no "
                        "processes (docs/cgroups.md)",
-                       configured_parent_variable);
+                       protocol::cgroup_parent_variable);
   return fmt::format("run psych under your systemd user manager with memory and pids delegated (systemd-run --user "
                      "--scope -p Delegate=yes psych ...; Delegate=memory pids in user@.service), or set {} to a cgroup "
                      "of yours that holds no processes (docs/cgroups.md)",
-                     configured_parent_variable);
+                     protocol::cgroup_parent_variable);
 }
 
 struct v2_parent {
@@ -241,17 +240,18 @@ struct v2_parent {
 setup_result<v2_parent> find_v2_parent(const cgroup_view& view, const std::vector<std::string_view>& wanted) {
   const auto own = platform::cgroup_tree::own_cgroup(view, "");
   if (!own) return v2_parent{};
-  if (const char* configured = std::getenv(configured_parent_variable); configured != nullptr && *configured != 0) {
+  const char* configured = std::getenv(std::string(protocol::cgroup_parent_variable).c_str());
+  if (configured != nullptr && *configured != 0) {
     // As /proc/self/cgroup names a cgroup, or as a directory under the mount.
     std::string directory = configured;
     if (!directory.starts_with(own->mount_point + "/")) directory = own->mount_point + "/" + directory;
     while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
     if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
-      return v2_parent{std::nullopt, fmt::format("{}={}: mkdir {}: {}", configured_parent_variable, configured,
+      return v2_parent{std::nullopt, fmt::format("{}={}: mkdir {}: {}", protocol::cgroup_parent_variable, configured,
                                                  directory, std::strerror(errno))};
     PSYCH_TRY(const auto why, why_not_parent(directory, wanted, true));
     if (why.empty()) return v2_parent{directory, {}};
-    return v2_parent{std::nullopt, fmt::format("{}={}: {}", configured_parent_variable, configured, why)};
+    return v2_parent{std::nullopt, fmt::format("{}={}: {}", protocol::cgroup_parent_variable, configured, why)};
   }
   // Above a cgroup systemd delegated is not the launcher's: the walk ends there. Without such a
   // mark, an unprivileged launcher's reach is what the kernel lets it write (delegation by
@@ -527,11 +527,15 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
     PSYCH_TRY(write_limits(cgroup.directories_, planned.settings));
     return std::optional<execution_cgroup>(std::move(cgroup));
   };
-  PSYCH_TRY(const auto v2, plan_v2(view, limits, why_no_v2));
-  if (v2) {
-    PSYCH_TRY(auto made, make(*v2));
-    if (made) return std::move(*made);
-    why_no_v2 = fmt::format("cgroup v2: no child could be made in {}", v2->parents.front());
+  // A controller lives in one hierarchy only: where a v1 memory hierarchy is mounted (a hybrid
+  // host), the v2 one cannot offer memory, and only v1 is worth planning, at every launch.
+  if (!own_directory(view, "memory")) {
+    PSYCH_TRY(const auto v2, plan_v2(view, limits, why_no_v2));
+    if (v2) {
+      PSYCH_TRY(auto made, make(*v2));
+      if (made) return std::move(*made);
+      why_no_v2 = fmt::format("cgroup v2: no child could be made in {}", v2->parents.front());
+    }
   }
   PSYCH_TRY(const auto v1, plan_v1(view, limits));
   if (v1) {
@@ -539,9 +543,7 @@ setup_result<execution_cgroup> execution_cgroup::create(const cgroup_limits& lim
     if (made) return std::move(*made);
   }
   execution_cgroup none;
-  // On a hybrid host the v1 hierarchies hold memory and pids, and v2 was never the place: its
-  // reason would only be noise there.
-  if (!own_directory(view, "memory")) none.why_none_ = std::move(why_no_v2);
+  none.why_none_ = std::move(why_no_v2);
   return none;
 }
 

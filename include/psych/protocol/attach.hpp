@@ -26,6 +26,9 @@ struct attach_frame {
 /// The environment variables the host starts a Windows launcher with (its only input besides the
 /// frames): the loopback port to connect to, and the secret to prove.
 inline constexpr std::string_view host_port_variable = "PSYCH_HOST_PORT";
+/// Where the deployment put the execution cgroups' parent (docs/cgroups.md): passed from the host's
+/// environment to the launcher's, the one variable of the host's a launcher is given.
+inline constexpr std::string_view cgroup_parent_variable = "PSYCH_CGROUP_PARENT";
 inline constexpr std::string_view host_secret_variable = "PSYCH_HOST_SECRET";
 
 }  // namespace psych::protocol

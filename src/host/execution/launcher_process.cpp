@@ -8,9 +8,6 @@
 
 namespace psych::host {
 
-namespace {
-constexpr const char* cgroup_parent_variable = "PSYCH_CGROUP_PARENT";
-}  // namespace
 
 result<launcher_process> spawn_launcher(const std::string& launcher_path, const launcher_fds& fds) {
   child_spec spec{
@@ -20,8 +17,8 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
       .descriptors = {no_os_handle, fds.stdout_write, fds.stderr_write},
   };
   // and, where the deployment configured one, the cgroup its executions' cgroups go in (docs/cgroups.md).
-  if (const auto parent = environment_value(cgroup_parent_variable); parent && !parent->empty())
-    spec.environment.push_back(fmt::format("{}={}", cgroup_parent_variable, *parent));
+  if (const auto parent = environment_value(std::string(protocol::cgroup_parent_variable)); parent && !parent->empty())
+    spec.environment.push_back(fmt::format("{}={}", protocol::cgroup_parent_variable, *parent));
   if (fds.attach) {
     spec.environment.push_back(fmt::format("{}={}", protocol::host_port_variable, fds.attach->port));
     spec.environment.push_back(fmt::format("{}={}", protocol::host_secret_variable, fds.attach->secret));

@@ -3,8 +3,6 @@
 #ifdef __linux__
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string_view>
 
@@ -13,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "os/kernel_text.hpp"
 #include "platform/linux/cgroup_tree.hpp"
 #endif
 
@@ -25,12 +24,6 @@ namespace tree = platform::cgroup_tree;
 
 constexpr std::string_view leaf_name = "psych-host";
 constexpr std::string_view handed_down[] = {"memory", "pids"};
-
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
 
 /// 0, or the errno of the failed write (a cgroup file takes one write of the whole value).
 int write_text(const std::string& path, std::string_view value) {
@@ -46,16 +39,16 @@ int write_text(const std::string& path, std::string_view value) {
 
 cgroup_settlement settle_in_cgroup_leaf() {
   cgroup_settlement out;
-  const auto own_cgroups = read_text("/proc/self/cgroup");
-  const auto mountinfo = read_text("/proc/self/mountinfo");
+  const auto own_cgroups = read_kernel_text("/proc/self/cgroup");
+  const auto mountinfo = read_kernel_text("/proc/self/mountinfo");
   if (!own_cgroups || !mountinfo) return out;
   const auto own = tree::own_cgroup(tree::parse_view(*mountinfo, *own_cgroups), "");
   if (!own) return out;  // no cgroup v2 hierarchy shows this process: nothing to settle
   const auto& cgroup = own->directory;
   // Settled already (psych serve's main hands over to psych-remote by exec, which asks again).
   if (cgroup.ends_with("/" + std::string(leaf_name))) return out;
-  const auto enabled = read_text(cgroup + "/cgroup.subtree_control");
-  const auto offered = read_text(cgroup + "/cgroup.controllers");
+  const auto enabled = read_kernel_text(cgroup + "/cgroup.subtree_control");
+  const auto offered = read_kernel_text(cgroup + "/cgroup.controllers");
   if (!enabled || !offered) return out;
   std::string missing;
   for (const auto controller : handed_down) {
@@ -67,7 +60,7 @@ cgroup_settlement settle_in_cgroup_leaf() {
     missing += fmt::format("{}+{}", missing.empty() ? "" : " ", controller);
   }
   if (missing.empty()) return out;
-  const auto members = tree::pieces(read_text(cgroup + "/cgroup.procs").value_or(""), '\n');
+  const auto members = tree::pieces(read_kernel_text(cgroup + "/cgroup.procs").value_or(""), '\n');
   const auto self = std::to_string(::getpid());
   if (members.size() != 1 || members.front() != self) {
     out.why_not = fmt::format("{} holds other processes than this one ({}): they are not psych's to move", cgroup,

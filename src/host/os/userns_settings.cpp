@@ -2,12 +2,12 @@
 
 #include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "os/kernel_text.hpp"
 
 namespace psych::host {
 namespace {
@@ -22,12 +22,6 @@ std::optional<long long> value_of(const std::optional<std::string>& text) {
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (error != std::errc{} || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
   return value;
-}
-
-std::optional<std::string> read_whole(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(file), {});
 }
 
 }  // namespace
@@ -63,9 +57,9 @@ bool namespace_setup_stage(protocol::launch_stage stage) {
 }
 
 userns_settings read_userns_settings(const std::filesystem::path& proc_sys) {
-  return {.apparmor_restrict_unprivileged_userns = read_whole(proc_sys / "kernel/apparmor_restrict_unprivileged_userns"),
-          .unprivileged_userns_clone = read_whole(proc_sys / "kernel/unprivileged_userns_clone"),
-          .max_user_namespaces = read_whole(proc_sys / "user/max_user_namespaces")};
+  return {.apparmor_restrict_unprivileged_userns = read_kernel_text(proc_sys / "kernel/apparmor_restrict_unprivileged_userns"),
+          .unprivileged_userns_clone = read_kernel_text(proc_sys / "kernel/unprivileged_userns_clone"),
+          .max_user_namespaces = read_kernel_text(proc_sys / "user/max_user_namespaces")};
 }
 
 }  // namespace psych::host
