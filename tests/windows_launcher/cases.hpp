@@ -26,6 +26,10 @@ inline bool can_run(std::source_location where = std::source_location::current()
 /// A run that went the whole way: started, hello, done, exit, and the launcher's status 0.
 inline void check_completed(const execution& e) {
   INFO("launcher stderr: " << e.stderr_text);
+  std::string answered_error;
+  if (e.error)
+    answered_error = std::string(e.error->stage.spelling()) + ", " + e.error->syscall + " (" + std::to_string(e.error->error_number) + "): " + e.error->message;
+  INFO("the launcher answered error: " << answered_error);
   REQUIRE_FALSE(e.error);
   REQUIRE(e.started);
   REQUIRE(e.hello);
