@@ -49,13 +49,15 @@ struct a2a_peer_entry {
 
 BOOST_HANA_ADAPT_STRUCT(psych::uid_range, first, count, lock_dir);
 BOOST_HANA_ADAPT_STRUCT(psych::prepared_pool_options, size, max_age_seconds);
-BOOST_HANA_ADAPT_STRUCT(psych::local_sandbox_options, isolation, python_bin, limit_ceiling, env_allowlist, allow_same_uid,
-                        backend, launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, pool, probe_at_open);
+BOOST_HANA_ADAPT_STRUCT(psych::local_sandbox_options, isolation, python_bin, limit_ceiling, env_allowlist,
+                        allowed_hosts, allow_same_uid, backend, launcher_path, run_as_uid, run_as_gid, run_as_range,
+                        temp_root, pool, probe_at_open);
 BOOST_HANA_ADAPT_STRUCT(psych::container_sandbox_options, runtime, image, container_python_bin, limit_ceiling,
                         env_allowlist, run_as_uid, run_as_gid, run_as_range, extra_run_args, launcher_path, temp_root,
                         probe_at_open);
-BOOST_HANA_ADAPT_STRUCT(psych::backend_offer, ready, isolation, limit_ceiling, network, problems);
-BOOST_HANA_ADAPT_STRUCT(psych::code_execution_grant, limits, allow_network, budget);
+BOOST_HANA_ADAPT_STRUCT(psych::backend_offer, ready, isolation, limit_ceiling, network, network_allowlist,
+                        allowed_hosts, problems);
+BOOST_HANA_ADAPT_STRUCT(psych::code_execution_grant, limits, allow_network, allowed_hosts, budget);
 BOOST_HANA_ADAPT_STRUCT(psych::remote_sandbox_options, url, ca_file, allow_insecure_http, connect_timeout_seconds,
                         describe_ttl_seconds, describe_attempts, wall_clock_slack_seconds, cancel_grace_seconds);
 BOOST_HANA_ADAPT_STRUCT(psych::python::mcp_server_entry, name, command, environment, url, ca_file, allow_insecure_http,

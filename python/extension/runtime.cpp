@@ -67,7 +67,8 @@ std::shared_ptr<runtime_handle> make_runtime(const py::list& profiles, py::objec
          .backend = fields[1].cast<sandbox_handle&>().backend,
          .hard_limits = decode_or_raise<limit_caps>(fields[2].cast<std::string>(), "a profile's hard_limits"),
          .allow_network = fields[3].cast<bool>(),
-         .budget = decode_or_raise<binding_budget>(fields[4].cast<std::string>(), "a profile's binding_budget")});
+         .allowed_hosts = fields[4].cast<std::vector<std::string>>(),
+         .budget = decode_or_raise<binding_budget>(fields[5].cast<std::string>(), "a profile's binding_budget")});
   }
   setup.policy = policy_from(std::move(policy));
   setup.profiles_known_at_publish = profiles_known_at_publish;

@@ -30,6 +30,8 @@ from .limits import CodeExecutionLimits, LimitCaps, SandboxLimits
 from .output import ArtifactPolicy, OutputPolicy
 from .results import (
     Artifact,
+    EgressRefusal,
+    EgressReport,
     GuaranteeGrades,
     OutputLine,
     OutputWindow,
@@ -47,7 +49,8 @@ from .tools import A2aPeer, CodeTool, HttpTool, McpHttpServer, McpServer
 __all__ = [
     "AgentSpec", "AgentVersion", "Artifact", "ArtifactCollection", "ArtifactPolicy", "AttachmentLocation", "Attempt",
     "BackendInfo", "BindingBudget", "CodeExecution", "CodeExecutionGrant", "CodeExecutionLimits",
-    "CodeExecutionPolicy", "CodeTool", "Description", "EXCLUDED_BUILTINS", "Enforcement", "FailureKind",
+    "CodeExecutionPolicy", "CodeTool", "Description", "EXCLUDED_BUILTINS", "EgressRefusal", "EgressReport",
+    "Enforcement", "FailureKind",
     "A2aPeer", "GuaranteeGrades", "HttpTool", "IsolationLevel", "LimitCaps", "McpHttpServer", "McpServer", "MeterReadings",
     "ModelRef", "NetworkAccess", "OmissionReason", "OutputChunk", "OutputLine", "OutputPolicy", "OutputPreservation",
     "OutputWindow", "ProfileStatus", "PsychError", "PublishError", "Refusal", "RefusalReason", "ResultAttachment",

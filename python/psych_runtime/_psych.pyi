@@ -25,7 +25,7 @@ class Sandbox:
     def describe(self) -> str: ...  # psych::description as JSON (result_json.hpp's names)
     def offer(self) -> str: ...  # psych::backend_offer as JSON
     # One program under terms (psych::execution_terms as JSON: isolation, limits (sandbox_limits),
-    # network, output, artifacts), no bindings. Returns
+    # network, allowed_hosts, output, artifacts), no bindings. Returns
     # (sandbox_result JSON, stdout bytes, stderr bytes, [artifact bytes, in the JSON's order]).
     # on_output(stream, offset, data, skipped): live output, on psych's delivery thread with the GIL.
     def run(self, program: str, terms_json: str, filename: str, stop: StopSource,
@@ -82,11 +82,12 @@ class StopToken:
     def stop_requested(self) -> bool: ...
 
 class Runtime:
-    # profiles: (name, Sandbox, hard_limits JSON (limit_caps), allow_network, budget JSON (binding_budget)).
-    # policy(tenant, grant JSON) -> grant JSON, or None for no policy.
+    # profiles: (name, Sandbox, hard_limits JSON (limit_caps), allow_network, allowed_hosts (host
+    # patterns), budget JSON (binding_budget)). A pattern that does not parse is Failure(invalid_argument).
+    # policy(tenant, grant JSON) -> grant JSON (code_execution_grant), or None for no policy.
     def __init__(
         self,
-        profiles: list[tuple[str, Sandbox, str, bool, str]],
+        profiles: list[tuple[str, Sandbox, str, bool, list[str], str]],
         policy: Optional[Callable[[str, str], str]],
         tools: Optional[ToolSource],
         blobs: Optional[BlobStore],

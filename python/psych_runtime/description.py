@@ -41,6 +41,10 @@ class Description(Struct):
     limit_ceiling: SandboxLimits = dataclasses.field(default_factory=SandboxLimits)
     network: bool = False
     """Whether this backend can grant network at all."""
+    network_allowlist: bool = False
+    """Whether it can hold network=ALLOWLIST: a namespace that reaches only psych's egress proxy."""
+    allowed_hosts: Optional[tuple[str, ...]] = None
+    """The deployment's cap on the hosts an allowlist may name; None: no cap of its own."""
     interpreter: str = ""
     launcher: str = ""
     run_as: Optional[RunAsReport] = None
@@ -67,6 +71,8 @@ class BackendOffer(Struct):
     isolation: IsolationLevel | str = IsolationLevel.PROCESS
     limit_ceiling: SandboxLimits = dataclasses.field(default_factory=SandboxLimits)
     network: bool = False
+    network_allowlist: bool = False
+    allowed_hosts: Optional[tuple[str, ...]] = None
     problems: tuple[str, ...] = ()
 
 
@@ -77,6 +83,8 @@ class ExecutionTerms(Struct):
     isolation: IsolationLevel = IsolationLevel.PROCESS
     limits: SandboxLimits = dataclasses.field(default_factory=SandboxLimits)
     network: NetworkAccess = NetworkAccess.NONE
+    allowed_hosts: tuple[str, ...] = ()
+    """With network=ALLOWLIST, the host patterns the execution may reach; otherwise empty."""
     output: OutputPolicy = dataclasses.field(default_factory=OutputPolicy)
     artifacts: ArtifactPolicy = dataclasses.field(default_factory=ArtifactPolicy)
 

@@ -37,6 +37,9 @@ class NetworkAccess(enum.StrEnum):
 
     NONE = "none"
     UNRESTRICTED = "unrestricted"
+    ALLOWLIST = "allowlist"
+    """Only the hosts the allowed_hosts patterns name, through psych's egress proxy
+    (docs/network.md); the backend, the policy, the profile and the Spec each narrow the list."""
 
 
 class OutputPreservation(enum.StrEnum):

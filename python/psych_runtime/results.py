@@ -77,13 +77,44 @@ class Artifact(Struct):
 
 
 @dataclass(frozen=True)
+class EgressRefusal(Struct):
+    """One connection psych's egress proxy refused or ended. `host` is as the program named it;
+    `reason` is an RFC 9209 Proxy-Status error type ("destination_ip_prohibited",
+    "http_request_denied", "tls_protocol_error", ...); `detail` is the proxy's own words."""
+
+    host: str = ""
+    port: int = signed(0)
+    reason: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class EgressReport(Struct):
+    """What a network=ALLOWLIST execution's connections through the egress proxy did: its network
+    meters. `refusals` are the latest (at most 32), `refusals_omitted` those beyond them."""
+
+    connections_allowed: int = signed(0)
+    """Reached a listed host."""
+    connections_refused: int = signed(0)
+    """Refused before reaching anything."""
+    connections_cut: int = signed(0)
+    """Allowed, then ended by a bound (idle, lifetime, bytes)."""
+    bytes_sent: int = signed(0)
+    bytes_received: int = signed(0)
+    refusals: tuple[EgressRefusal, ...] = ()
+    refusals_omitted: int = signed(0)
+
+
+@dataclass(frozen=True)
 class SandboxResult(Struct):
     """Every field of the spec's "Results".
 
     `value` is what the top-level code evaluated to, decoded from JSON; None both when the program
     returned nothing and when it returned None (JSON does not distinguish them either).
     `limit_hit` names the cap that ended the execution (cpu_seconds, wall_seconds, memory_bytes,
-    file_size_bytes, process_count), or None on a clean end or a plain program error."""
+    file_size_bytes, process_count), or None on a clean end or a plain program error. `egress` is
+    what the program's connections through psych's egress proxy did: None unless the execution
+    ran under network=ALLOWLIST."""
 
     stdout: str = ""
     stderr: str = ""
@@ -106,6 +137,7 @@ class SandboxResult(Struct):
     problems: tuple[str, ...] = ()
     bindings_spent: MeterReadings = dataclasses.field(default_factory=MeterReadings)
     unavailable_bindings: tuple[str, ...] = ()
+    egress: Optional[EgressReport] = None
 
     @property
     def ok(self) -> bool:

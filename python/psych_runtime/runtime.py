@@ -126,7 +126,8 @@ class Runtime:
                 raise TypeError(f"Runtime: {name} must be bool")
 
         # Before anything is started (an MCP server), so a wrong sandbox leaves nothing running.
-        wired = [(p.name, _compiled_sandbox(p), to_json_text(p.caps), p.allow_network, to_json_text(p.binding_budget))
+        wired = [(p.name, _compiled_sandbox(p), to_json_text(p.caps), p.allow_network, list(p.allowed_hosts),
+                  to_json_text(p.binding_budget))
                  for p in profiles]
 
         from . import _psych

@@ -28,13 +28,19 @@ class CodeExecution(Struct):
 
     `isolation` is a minimum. `bindings=None` means every tool this agent can currently call, after
     every narrowing plane, resolved at every turn boundary; a tuple narrows that set and never
-    widens it. `limits` are requests, each None for "whatever the profile allows"."""
+    widens it. `limits` are requests, each None for "whatever the profile allows".
+
+    `allowed_hosts` goes with network=ALLOWLIST: the host patterns asked for ("api.example.com",
+    "*.example.com", "[2001:db8::1]:443"; without a port, 80 and 443). None leaves it out of the
+    Spec's JSON, so a Spec without it keeps its Version hash; publish refuses a pattern that does
+    not parse, an allowlist without hosts, and hosts without ALLOWLIST (docs/network.md)."""
 
     profile: str = "default"
     isolation: IsolationLevel = IsolationLevel.PROCESS
     bindings: Optional[tuple[str, ...]] = None
     limits: CodeExecutionLimits = dataclasses.field(default_factory=CodeExecutionLimits)
     network: NetworkAccess = NetworkAccess.NONE
+    allowed_hosts: Optional[tuple[str, ...]] = None
     output: Optional[OutputPolicy] = None
     artifacts: Optional[ArtifactPolicy] = None
 

@@ -28,6 +28,16 @@ def process_sandbox():
     return local_sandbox(backend="linux-process")
 
 
+@pytest.fixture(scope="session")
+def isolated_sandbox():
+    """The local backend at isolation=isolated (namespaces: root, or unprivileged user namespaces);
+    skipped, with the backend's own reason, where this host cannot make one."""
+    try:
+        return local_sandbox(isolation=psych_runtime.IsolationLevel.ISOLATED)
+    except psych_runtime.SandboxSetupError as unavailable:
+        pytest.skip(f"no local backend reaches isolation=isolated here: {unavailable.message}")
+
+
 @pytest.fixture
 def filesystem_server(tmp_path):
     """The npm reference filesystem MCP server (scripts/install-mcp-servers), over stdio."""

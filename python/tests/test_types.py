@@ -122,6 +122,61 @@ def test_agent_spec_is_the_cpp_agent_spec() -> None:
     assert from_json(pr.AgentSpec, wire(spec)) == spec
 
 
+def test_an_allowlist_spec_names_its_hosts_and_a_spec_without_leaves_them_out() -> None:
+    asked = pr.CodeExecution(network=pr.NetworkAccess.ALLOWLIST, allowed_hosts=["api.example.com", "*.pypi.org:443"])
+    assert pr.NetworkAccess.ALLOWLIST == "allowlist"
+    assert asked.allowed_hosts == ("api.example.com", "*.pypi.org:443")  # a list becomes a tuple
+    encoded = wire(asked)
+    assert encoded["network"] == "allowlist" and encoded["allowed_hosts"] == ["api.example.com", "*.pypi.org:443"]
+    # In the C++ member order: network, allowed_hosts, output.
+    assert list(encoded) == ["profile", "isolation", "limits", "network", "allowed_hosts"]
+    assert from_json(pr.CodeExecution, encoded) == asked
+    # Absent means absent, not null and not []: the spec's JSON (and so its Version hash) is as before.
+    assert "allowed_hosts" not in wire(pr.CodeExecution())
+    assert "allowed_hosts" not in to_json_text(pr.AgentSpec(name="a", model=pr.ModelRef("m"),
+                                                            code_execution=pr.CodeExecution()))
+    assert from_json(pr.CodeExecution, wire(pr.CodeExecution())).allowed_hosts is None
+    assert wire(pr.CodeExecution(allowed_hosts=()))["allowed_hosts"] == []  # set, if empty: publish refuses it
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        pr.CodeExecution(network=pr.NetworkAccess.ALLOWLIST, allowed_hosts="api.example.com")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        pr.CodeExecution(network=pr.NetworkAccess.ALLOWLIST, allowed_hosts=(443,))  # type: ignore[arg-type]
+
+
+def test_a_grant_leaves_hosts_to_the_profile_or_narrows_them() -> None:
+    offered = from_json_text(pr.CodeExecutionGrant, json.dumps({"allow_network": False, "allowed_hosts": None}))
+    assert offered.allowed_hosts is None
+    assert "allowed_hosts" not in wire(offered)  # None: the C++ reads nullopt, hosts left to the others
+    narrowed = dataclasses.replace(offered, allowed_hosts=["db.example.com"])
+    assert narrowed.allowed_hosts == ("db.example.com",)
+    assert list(wire(narrowed)) == ["limits", "allow_network", "allowed_hosts", "budget"]
+    assert wire(dataclasses.replace(offered, allowed_hosts=()))["allowed_hosts"] == []  # none at all
+    assert from_json(pr.CodeExecutionGrant, wire(narrowed)) == narrowed
+
+
+def test_execution_terms_carry_the_hosts() -> None:
+    terms = ExecutionTerms(isolation=pr.IsolationLevel.ISOLATED, network=pr.NetworkAccess.ALLOWLIST,
+                           allowed_hosts=("example.invalid",))
+    assert wire(terms)["allowed_hosts"] == ["example.invalid"] and wire(terms)["network"] == "allowlist"
+    assert from_json(ExecutionTerms, wire(terms)) == terms
+
+
+def test_a_local_sandbox_caps_the_hosts() -> None:
+    from psych_runtime.sandbox.local import _options
+
+    def options(**given: object) -> dict:
+        arguments = dict(isolation=pr.IsolationLevel.ISOLATED, python_bin=None, default_limits=None,
+                         env_allowlist=None, allow_same_uid=False, backend=None, temp_root=None, prepared=0,
+                         launcher_path="/x")
+        return wire(_options(**{**arguments, **given}))
+
+    assert "allowed_hosts" not in options()  # no cap of its own: the C++ default (nullopt)
+    assert options(allowed_hosts=["*.example.com"])["allowed_hosts"] == ["*.example.com"]
+    assert options(allowed_hosts=[])["allowed_hosts"] == []  # a cap that allows nothing
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        options(allowed_hosts="*.example.com")
+
+
 def test_a_spec_without_code_execution_has_no_code_member() -> None:
     assert wire(pr.AgentSpec(name="a", model=pr.ModelRef("m", provider="p"))) == {
         "name": "a", "model": {"model": "m", "provider": "p"}, "tools": []}
@@ -140,7 +195,7 @@ def test_execution_terms_and_output_request() -> None:
     from psych_runtime.results import OutputRequest
 
     assert wire(ExecutionTerms()) == {
-        "isolation": "process", "limits": wire(pr.SandboxLimits()), "network": "none",
+        "isolation": "process", "limits": wire(pr.SandboxLimits()), "network": "none", "allowed_hosts": [],
         "output": wire(pr.OutputPolicy()), "artifacts": wire(pr.ArtifactPolicy())}
     assert wire(OutputRequest()) == {"offset": 0, "limit": 100}
     assert wire(OutputRequest(pattern="err.*")) == {"offset": 0, "limit": 100, "pattern": "err.*"}
@@ -221,6 +276,28 @@ def test_sandbox_result_from_the_compiled_run() -> None:
     assert result.limit_hit is None and not result.cancelled
 
 
+def test_an_allowlist_result_carries_its_egress_and_others_none() -> None:
+    assert result_from_compiled(RESULT_JSON, b"", b"", [b"a,b\n"]).egress is None
+    egress = {"connections_allowed": 2, "connections_refused": 3, "connections_cut": 1, "bytes_sent": 517,
+              "bytes_received": 1 << 20,
+              "refusals": [{"host": "evil.example", "port": 443, "reason": "destination_ip_prohibited",
+                            "detail": "not in the allowlist"},
+                           {"host": "10.0.0.1", "port": 80, "reason": "http_request_denied", "detail": "an IP literal",
+                            "a_member_of_a_newer_service": 1}],
+              "refusals_omitted": 1}
+    result = result_from_compiled({**RESULT_JSON, "egress": egress}, b"", b"", [b"a,b\n"])
+    assert result.egress == pr.EgressReport(
+        connections_allowed=2, connections_refused=3, connections_cut=1, bytes_sent=517, bytes_received=1 << 20,
+        refusals=(pr.EgressRefusal("evil.example", 443, "destination_ip_prohibited", "not in the allowlist"),
+                  pr.EgressRefusal("10.0.0.1", 80, "http_request_denied", "an IP literal")),
+        refusals_omitted=1)
+    assert wire(result)["egress"]["refusals"][0] == egress["refusals"][0]
+    assert "egress" not in wire(result_from_compiled(RESULT_JSON, b"", b"", [b"a,b\n"]))
+    with pytest.raises(WireError, match="egress.connections_refused"):
+        result_from_compiled({**RESULT_JSON, "egress": {**egress, "connections_refused": "three"}}, b"", b"",
+                             [b"a,b\n"])
+
+
 def test_a_failed_result_carries_the_traceback() -> None:
     data = {**RESULT_JSON, "value": None, "artifacts": [], "limit_hit": "memory_bytes",
             "failure": {"kind": "exception", "message": "MemoryError", "traceback": "Traceback...\n", "line": 3}}
@@ -266,7 +343,8 @@ DESCRIPTION_JSON = {
     "mechanisms": ["bwrap", "rlimits"], "problems": [],
     "limit_ceiling": {"cpu_seconds": 10.0, "address_space_bytes": 536870912, "file_size_bytes": 10485760,
                       "process_count": 64, "wall_seconds": 30.0},
-    "network": False, "interpreter": "/usr/bin/python3.11", "launcher": "/opt/psych/libexec/psych/psych-launch-linux",
+    "network": False, "network_allowlist": True, "allowed_hosts": ["*.example.com", "api.example.org:8443"],
+    "interpreter": "/usr/bin/python3.11", "launcher": "/opt/psych/libexec/psych/psych-launch-linux",
     "run_as": {"mode": "per_execution", "first": 1500000, "count": 1024, "free": 1020, "held": 4, "stray": 0,
                "lock_dir": "/run/psych/uids"},
 }
@@ -278,8 +356,13 @@ def test_description_round_trip() -> None:
     assert described.limit_ceiling == pr.SandboxLimits()
     assert described.run_as == pr.RunAsReport(mode=pr.RunAsMode.PER_EXECUTION, first=1500000, count=1024,
                                                free=1020, held=4, stray=0, lock_dir="/run/psych/uids")
+    assert described.network_allowlist and described.allowed_hosts == ("*.example.com", "api.example.org:8443")
     assert wire(described) == DESCRIPTION_JSON
     assert from_json(pr.Description, {**DESCRIPTION_JSON, "run_as": None}).run_as is None
+    uncapped = from_json(pr.Description, {**DESCRIPTION_JSON, "allowed_hosts": None})
+    assert uncapped.allowed_hosts is None and "allowed_hosts" not in wire(uncapped)
+    older = {k: v for k, v in DESCRIPTION_JSON.items() if k not in ("network_allowlist", "allowed_hosts")}
+    assert not from_json(pr.Description, older).network_allowlist  # an older service's description
 
 
 def test_profile_statuses_backends_and_offers() -> None:
@@ -292,6 +375,11 @@ def test_profile_statuses_backends_and_offers() -> None:
     offer = from_json(BackendOffer, {"ready": True, "isolation": "process", "limit_ceiling": DESCRIPTION_JSON["limit_ceiling"],
                                      "network": True, "problems": []})
     assert offer.network and offer.limit_ceiling == pr.SandboxLimits()
+    assert not offer.network_allowlist and offer.allowed_hosts is None
+    capped = from_json(BackendOffer, {"ready": True, "isolation": "isolated", "network": False,
+                                      "network_allowlist": True, "allowed_hosts": ["*.example.com"], "problems": []})
+    assert capped.network_allowlist and capped.allowed_hosts == ("*.example.com",)
+    assert wire(capped)["allowed_hosts"] == ["*.example.com"]
 
 
 def test_output_window() -> None:
@@ -383,6 +471,11 @@ def test_profiles() -> None:
         SandboxProfile("a", None)  # type: ignore[arg-type]
     profiles = SandboxProfiles([SandboxProfile("a", FakeSandbox()), SandboxProfile("b", FakeSandbox(), allow_network=True)])
     assert profiles.names == ("a", "b") and profiles["b"].allow_network and len(profiles) == 2
+    assert profiles["a"].allowed_hosts == ()  # a profile allows no host unless it says so
+    listed = SandboxProfile("c", FakeSandbox(), allowed_hosts=["*.example.com"])
+    assert listed.allowed_hosts == ("*.example.com",)
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        SandboxProfile("c", FakeSandbox(), allowed_hosts="*.example.com")  # type: ignore[arg-type]
 
 
 def test_runtime_refuses_sandbox_and_sandboxes_before_loading_anything() -> None:

@@ -37,6 +37,7 @@ class LocalSandboxOptions(Struct):
     python_bin: Optional[str] = None
     limit_ceiling: Optional[LimitCaps] = None
     env_allowlist: Optional[tuple[str, ...]] = None
+    allowed_hosts: Optional[tuple[str, ...]] = None
     allow_same_uid: bool = False
     backend: Optional[str] = None
     launcher_path: Optional[str] = None
@@ -56,13 +57,15 @@ class LocalSandbox(CompiledSandbox):
 def _options(isolation: IsolationLevel, python_bin: Optional[str],
              default_limits: "SandboxLimits | LimitCaps | None", env_allowlist: Optional[Sequence[str]],
              allow_same_uid: bool, backend: Optional[str], temp_root: Optional[str], prepared: int,
-             launcher_path: Optional[str]) -> LocalSandboxOptions:
-    if env_allowlist is not None and isinstance(env_allowlist, str):
-        raise TypeError("env_allowlist must be a sequence of variable names, not one str")
+             launcher_path: Optional[str], allowed_hosts: Optional[Sequence[str]] = None) -> LocalSandboxOptions:
+    for name, value in (("env_allowlist", env_allowlist), ("allowed_hosts", allowed_hosts)):
+        if isinstance(value, str):
+            raise TypeError(f"{name} must be a sequence of str, not one str")
     return LocalSandboxOptions(
         isolation=isolation, python_bin=python_bin,
         limit_ceiling=None if default_limits is None else LimitCaps.of(default_limits),
         env_allowlist=None if env_allowlist is None else tuple(env_allowlist),
+        allowed_hosts=None if allowed_hosts is None else tuple(allowed_hosts),
         allow_same_uid=allow_same_uid, backend=backend, launcher_path=launcher_path, temp_root=temp_root,
         pool=PreparedPool(size=prepared) if prepared else None)
 
@@ -86,6 +89,7 @@ def local_sandbox(
     backend: Optional[str] = None,
     prepared: int = 0,
     temp_root: Optional[str] = None,
+    allowed_hosts: Optional[Sequence[str]] = None,
 ) -> LocalSandbox:
     """The strongest local backend that reaches at least `isolation`, probed before it is handed
     back (this blocks for the probe, as opening a backend does).
@@ -94,11 +98,15 @@ def local_sandbox(
     everyday limit is a profile's hard_limits). `env_allowlist` names the host variables the child
     may see; nothing else is inherited. `allow_same_uid` accepts a child that runs as the worker's
     own uid (identity is then UNAVAILABLE). `backend` pins one backend by name ("linux-process",
-    "linux-namespaces", ...); `prepared` keeps that many sandboxes launched and waiting."""
+    "linux-namespaces", ...); `prepared` keeps that many sandboxes launched and waiting.
+    `allowed_hosts` caps network=ALLOWLIST on this backend: no execution reaches a host beyond these
+    patterns, whatever its Spec and profile name (None: no cap of its own; a pattern that does not
+    parse is a PsychError, invalid_argument). The allowlist itself needs isolation=ISOLATED: the
+    process backend shares the host's network and refuses it (docs/network.md)."""
     from .. import _psych
 
     options = _options(isolation, python_bin, default_limits, env_allowlist, allow_same_uid, backend, temp_root,
-                       prepared, _installed_launcher())
+                       prepared, _installed_launcher(), allowed_hosts)
     try:
         compiled = _psych.local_sandbox(to_json_text(options))
     except _psych.Failure as failure:

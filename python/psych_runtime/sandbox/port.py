@@ -8,6 +8,8 @@ backends), and the only kind a Runtime can wire into a profile.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+from collections.abc import Sequence
 from typing import Any, Optional, Protocol, runtime_checkable
 
 from ..live import OutputCallback, deliverer
@@ -34,6 +36,7 @@ class Sandbox(Protocol):
         *,
         limits: Optional[SandboxLimits] = None,
         network: NetworkAccess = NetworkAccess.NONE,
+        allowed_hosts: Sequence[str] = (),
         output: Optional[OutputPolicy] = None,
         artifacts: Optional[ArtifactPolicy] = None,
         isolation: Optional[IsolationLevel] = None,
@@ -43,6 +46,8 @@ class Sandbox(Protocol):
         """One program, no state kept from any other. `limits` default to the backend's ceiling;
         `isolation` to the sandbox's own minimum. A program that asked for more isolation than the
         backend provides is never run: the result carries an isolation_unavailable failure.
+        `allowed_hosts` goes with network=ALLOWLIST: the host patterns the program may reach through
+        psych's egress proxy (docs/network.md); the result's `egress` says what its connections did.
         Cancelling the awaiting task kills the process tree. `on_output(chunk)` receives the output
         as it arrives, on this event loop (psych_runtime.live)."""
         ...
@@ -87,6 +92,7 @@ class CompiledSandbox:
         *,
         limits: Optional[SandboxLimits] = None,
         network: NetworkAccess = NetworkAccess.NONE,
+        allowed_hosts: Sequence[str] = (),
         output: Optional[OutputPolicy] = None,
         artifacts: Optional[ArtifactPolicy] = None,
         isolation: Optional[IsolationLevel] = None,
@@ -99,9 +105,11 @@ class CompiledSandbox:
             raise TypeError(f"run: program must be str, got {type(program).__name__}")
         if not isinstance(filename, str):
             raise TypeError(f"run: filename must be str, got {type(filename).__name__}")
+        if isinstance(allowed_hosts, str):
+            raise TypeError("run: allowed_hosts must be a sequence of host patterns, not one str")
         # Checked before a thread is taken, so a wrong argument is an error at the call site.
         asked = ExecutionTerms(isolation=isolation or IsolationLevel.PROCESS, limits=limits or SandboxLimits(),
-                               network=network, output=output or OutputPolicy(),
+                               network=network, allowed_hosts=tuple(allowed_hosts), output=output or OutputPolicy(),
                                artifacts=artifacts or ArtifactPolicy())
         stop = _psych.StopSource()
         compiled = self._compiled_sandbox
@@ -111,10 +119,9 @@ class CompiledSandbox:
             terms = asked
             if limits is None or isolation is None:
                 offer = self.offer()  # may block (a remote backend's description), so on this thread
-                terms = ExecutionTerms(
-                    isolation=isolation or self._minimum_isolation or _known_level(offer.isolation),
-                    limits=limits or offer.limit_ceiling, network=asked.network, output=asked.output,
-                    artifacts=asked.artifacts)
+                terms = dataclasses.replace(
+                    asked, isolation=isolation or self._minimum_isolation or _known_level(offer.isolation),
+                    limits=limits or offer.limit_ceiling)
             return compiled.run(program, to_json_text(terms), filename, stop, deliver)
 
         try:

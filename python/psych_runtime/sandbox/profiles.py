@@ -5,7 +5,8 @@ The terms of one execution are the intersection of four things, in this order, e
 narrowing: what the backend can provide (describe()), what the tenant's policy allows, what the
 AgentSpec asks for, and what the profile's hard_limits cap. A cap of 10 wall seconds and an agent
 asking for 60 gives 10; asking for 5 gives 5. allow_network=False on the profile and
-network=UNRESTRICTED in the Spec gives a refusal, not network.
+network=UNRESTRICTED in the Spec gives a refusal, not network; network=ALLOWLIST reaches only the
+hosts that the backend's cap, the policy, the profile's allowed_hosts and the Spec all allow.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ class SandboxProfile(Struct):
     `hard_limits` caps each dimension it sets: a LimitCaps caps only the dimensions given; a
     SandboxLimits caps all five (its defaults included). `binding_budget` bounds what programs under
     this profile may spend through their tool calls; a policy may narrow it, a Spec cannot raise it.
+    `allowed_hosts` (host patterns, docs/network.md) are what a network=ALLOWLIST execution under
+    this profile may reach when allow_network is False; empty: none. A pattern that does not parse
+    fails the Runtime that wires the profile.
     """
 
     name: str
@@ -34,6 +38,7 @@ class SandboxProfile(Struct):
     _: KW_ONLY
     hard_limits: Optional[LimitCaps] = None
     allow_network: bool = False
+    allowed_hosts: tuple[str, ...] = ()
     binding_budget: BindingBudget = dataclasses.field(default_factory=BindingBudget)
 
     def __post_init__(self) -> None:
