@@ -68,7 +68,20 @@ set(psych_host_posix_sources
   host/backends/container/container_sandbox.cpp
   host/backends/container/container_starter.cpp
   # Linux's switches for user namespaces (/proc/sys), which the local backend names when they refuse.
-  host/os/userns_settings.cpp)
+  host/os/userns_settings.cpp
+  # POSIX by nature: the egress allowlist's proxy serves listening descriptors from a sandbox's network namespace.
+  host/egress/address_class.cpp
+  host/egress/client_hello.cpp
+  host/egress/proxy_refusal.cpp
+  host/egress/proxy_request.cpp
+  host/egress/egress_meters.cpp
+  host/egress/connection_clock.cpp
+  host/egress/upstream_dialer.cpp
+  host/egress/proxy_connection.cpp
+  host/egress/proxy_relay.cpp
+  host/egress/proxy_tunnel.cpp
+  host/egress/proxy_forward.cpp
+  host/egress/egress_proxy.cpp)
 set(psych_host_windows_sources
   host/os/child_process_windows.cpp
   host/os/os_handle_windows.cpp
