@@ -9,7 +9,7 @@ set(psych_conformance_portable_sources
 set(psych_conformance_posix_sources
     backends_posix.cpp test_lying_launcher.cpp test_limits_posix.cpp test_containment.cpp test_cli.cpp test_hostile.cpp
     test_setup.cpp test_unix_sockets.cpp test_identity.cpp test_neighbours.cpp test_channel.cpp test_container.cpp
-    test_serve.cpp test_prepared.cpp test_sources.cpp)
+    test_serve.cpp test_prepared.cpp test_sources.cpp test_egress_allowlist.cpp)
 set(psych_conformance_windows_sources backends_windows.cpp test_limits_windows.cpp)
 list(TRANSFORM psych_conformance_portable_sources PREPEND ${psych_conformance_dir}/)
 list(TRANSFORM psych_conformance_posix_sources PREPEND ${psych_conformance_dir}/)

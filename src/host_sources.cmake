@@ -61,6 +61,7 @@ set(psych_host_posix_sources
   host/store/durable_file_posix.cpp
   host/store/store_directory_posix.cpp
   host/execution/execution_dirs_posix.cpp
+  host/execution/egress_session.cpp
   host/execution/artifact_walk_posix.cpp
   host/mcp/json_rpc_streams_posix.cpp
   host/backends/uid_pool.cpp
@@ -91,6 +92,7 @@ set(psych_host_windows_sources
   host/store/durable_file_windows.cpp
   host/store/store_directory_windows.cpp
   host/execution/execution_dirs_windows.cpp
+  host/execution/egress_session_windows.cpp
   host/execution/artifact_walk_windows.cpp
   host/mcp/json_rpc_streams_windows.cpp
   host/backends/uid_pool_windows.cpp

@@ -131,6 +131,16 @@ auto named_into(std::vector<std::pair<std::string, std::string>>& entries, std::
   };
 }
 
+/// --allow-host PATTERN: one host pattern (host_pattern.hpp), checked as it is read; repeatable.
+auto host_into(std::vector<std::string>& hosts) {
+  return [&hosts](std::string_view option, std::string_view text) -> result<void> {
+    auto pattern = parse_host_pattern(text);
+    if (!pattern) return fail_with(error_kind::invalid_argument, fmt::format("{}: {}", option, pattern.error().detail));
+    hosts.push_back(to_string(pattern.value()));
+    return success();
+  };
+}
+
 /// A refusal from one of the converters above, carried out of CLI11 (which reports by exception) to
 /// parse(), which returns it as a value.
 struct refused_value {
@@ -210,6 +220,13 @@ void add_limit_options(CLI::App& app, code_execution_limits& limits, output_poli
                 "per stream, what is captured at all (default 8M); the rest is counted");
 }
 
+void add_allow_host(CLI::App& app, std::vector<std::string>& hosts) {
+  add_converted(app, "--allow-host", "PATTERN", host_into(hosts),
+                "network=allowlist: the program may reach this host through psych's egress proxy, and nothing "
+                "else (api.example.com, *.example.com, example.com:8443; without a port, 80 and 443); "
+                "isolation=isolated only; repeatable (docs/network.md)");
+}
+
 void add_upstream_options(CLI::App& app, std::vector<std::pair<std::string, std::vector<std::string>>>& servers,
                           std::string& config_path, http_sources_choice& http) {
   add_converted(app, "--mcp", "NAME=COMMAND", mcp_into(servers),
@@ -243,6 +260,7 @@ void add_run_options(CLI::App& app, run_command& run) {
   app.add_flag("--no-stream", run.no_stream, "print the output only in the report, at the end")->excludes(stream);
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(run.isolation),
                 "minimum isolation (default process); the strongest local backend that reaches it runs the program");
+  add_allow_host(app, run.allowed_hosts);
   add_backend_options(app, run.backend, run.image, run.container_runtime);
   add_limit_options(app, run.limits, run.output);
   app.add_option("--blob-dir", run.blob_dir,
@@ -295,6 +313,7 @@ void add_serve_options(CLI::App& app, serve_command& serve) {
 void add_mcp_options(CLI::App& app, mcp_command& mcp) {
   add_converted(app, "--isolation", spellings_of<isolation_level>("|"), enum_into(mcp.isolation),
                 "minimum isolation of every program (default process)");
+  add_allow_host(app, mcp.allowed_hosts);
   add_backend_options(app, mcp.backend, mcp.image, mcp.container_runtime);
   add_limit_options(app, mcp.limits, mcp.output);
   add_upstream_options(app, mcp.mcp_servers, mcp.mcp_config_path, mcp.http_sources);

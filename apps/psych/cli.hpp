@@ -44,6 +44,8 @@ struct run_command {
   bool stream = false, no_stream = false;
   isolation_level isolation = isolation_level::process;
   code_execution_limits limits;
+  /// --allow-host: network=allowlist with these host patterns (canonical); empty: no network.
+  std::vector<std::string> allowed_hosts;
   std::string program_path;  ///< "-" for standard input
   bool allow_same_uid = false;
   std::string config_path;  ///< empty: none
@@ -94,6 +96,7 @@ struct serve_command {
 struct mcp_command {
   isolation_level isolation = isolation_level::process;
   code_execution_limits limits;
+  std::vector<std::string> allowed_hosts;  ///< --allow-host, as psych run's: every program's allowlist
   output_policy output;
   bool allow_same_uid = false;
   std::string config_path;
@@ -126,6 +129,7 @@ using command = std::variant<run_command, describe_command, serve_command, mcp_c
 /// given twice keeps the last; --mcp is the one option that is repeated. Errors
 /// are invalid_limit (a limit that is zero, negative or not finite) or
 /// invalid_argument (anything else), each naming the option and what it got.
+/// --mcp, --mcp-http, --a2a, --http-tools, --token-command-for and --allow-host are repeated.
 result<command> parse(std::span<const std::string_view> args);
 
 /// serve, mcp with --listen, run or describe with --remote, and run or mcp with a binding source

@@ -32,6 +32,7 @@ container_sandbox_options container_options(const local_sandbox_options& local, 
   if (!runtime.empty()) options.runtime = runtime;
   options.limit_ceiling = local.limit_ceiling;
   options.env_allowlist = local.env_allowlist;
+  options.allowed_hosts = local.allowed_hosts;
   options.run_as_uid = local.run_as_uid;
   options.run_as_gid = local.run_as_gid;
   options.run_as_range = local.run_as_range;
@@ -166,8 +167,15 @@ int run(const run_command& given, const remote_opener& open_remote, const http_s
   if (!sandbox) return fail_usage(sandbox.error());
 
   const auto offer = sandbox.value()->offer();
-  const auto decision = intersect_terms(offer, {.limits = offer.limit_ceiling, .allow_network = false},
-                                        {.isolation = given.isolation, .limits = given.limits}, {});
+  // The command line is the deployment and the spec at once: the hosts it names are the profile's
+  // too, and a config file's allowed_hosts (the backend's cap) narrows them.
+  const auto decision = intersect_terms(
+      offer, {.limits = offer.limit_ceiling, .allow_network = false},
+      {.isolation = given.isolation,
+       .limits = given.limits,
+       .network = given.allowed_hosts.empty() ? network_access::none : network_access::allowlist,
+       .allowed_hosts = given.allowed_hosts},
+      {.allowed_hosts = given.allowed_hosts});
   if (const auto* refusal = std::get_if<psych::refusal>(&decision)) {
     if (given.json)
       fmt::print("{}\n", host::refusal_to_json(*refusal));

@@ -25,6 +25,12 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
   base.limit_ceiling = overlay(base.limit_ceiling, config.limit_ceiling);
   if (config.python_bin) base.python_bin = config.python_bin;
   if (!config.env_allowlist.empty()) base.env_allowlist = config.env_allowlist;
+  if (config.allowed_hosts) {
+    auto hosts = canonical_host_list(*config.allowed_hosts);
+    if (!hosts) return fail_with(error_kind::invalid_argument, fmt::format("config {}: allowed_hosts: {}", path,
+                                                                           hosts.error().detail));
+    base.allowed_hosts = std::move(hosts).value();
+  }
   if (config.allow_same_uid) base.allow_same_uid = *config.allow_same_uid;
   if (config.launcher_path) base.launcher_path = config.launcher_path;
   if (config.run_as_uid) base.run_as_uid = *config.run_as_uid;

@@ -34,6 +34,8 @@ struct sandbox_config {
   /// backend's built-in ceiling).
   limit_caps limit_ceiling;
   std::vector<std::string> env_allowlist;
+  /// The cap on network=allowlist (local_sandbox_options::allowed_hosts).
+  std::optional<std::vector<std::string>> allowed_hosts;
   std::optional<bool> allow_same_uid;
   std::optional<std::string> launcher_path;
   std::optional<std::int64_t> run_as_uid;
@@ -53,5 +55,5 @@ result<local_sandbox_options> load_config(const std::string& path, local_sandbox
 
 BOOST_HANA_ADAPT_STRUCT(psych::cli::uid_range_config, first, count, lock_dir);
 BOOST_HANA_ADAPT_STRUCT(psych::cli::pool_config, size, max_age_seconds);
-BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, limit_ceiling, env_allowlist, allow_same_uid,
-                        launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend, pool);
+BOOST_HANA_ADAPT_STRUCT(psych::cli::sandbox_config, python_bin, limit_ceiling, env_allowlist, allowed_hosts,
+                        allow_same_uid, launcher_path, run_as_uid, run_as_gid, run_as_range, temp_root, backend, pool);

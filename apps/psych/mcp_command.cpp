@@ -77,7 +77,11 @@ result<std::unique_ptr<mcp_deployment>> prepare_mcp(const mcp_command& given, co
 
   auto& server = made->options;
   server.backend = made->backend.get();
-  server.ask = {.isolation = given.isolation, .limits = given.limits, .output = given.output};
+  server.ask = {.isolation = given.isolation,
+                .limits = given.limits,
+                .network = given.allowed_hosts.empty() ? network_access::none : network_access::allowlist,
+                .allowed_hosts = given.allowed_hosts,
+                .output = given.output};
   server.catalogue = made->upstream->catalogue();
   server.invoker = made->upstream->invoker();
   server.blobs = made->blobs.get();

@@ -5,6 +5,7 @@
 
 #include <boost/hana/for_each.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace psych::cli {
 
@@ -70,6 +71,15 @@ std::string result_report(const sandbox_result& r, bool output_shown) {
       fmt::format_to(to, "  {} {}", safe(reason.spelling()), count);
     out.append("\n");
   }
+  if (r.egress) {
+    const auto& e = *r.egress;
+    fmt::format_to(to, "egress: {} connection(s) allowed, {} refused, {} cut short; {} B sent, {} B received\n",
+                   e.connections_allowed, e.connections_refused, e.connections_cut, e.bytes_sent, e.bytes_received);
+    for (const auto& refused : e.refusals)
+      fmt::format_to(to, "  refused: {}:{}: {}: {}\n", safe(refused.host), refused.port, safe(refused.reason),
+                     safe(refused.detail));
+    if (e.refusals_omitted) fmt::format_to(to, "  ({} more refused)\n", e.refusals_omitted);
+  }
   for (const auto& name : r.unavailable_bindings) fmt::format_to(to, "unavailable binding: {}\n", safe(name));
   for (const auto& problem : r.problems) fmt::format_to(to, "problem: {}\n", safe(problem));
   return out;
@@ -95,6 +105,9 @@ std::string description_report(const description& d, const std::vector<backend_i
   fmt::format_to(to, "limit ceiling: cpu {} s, memory {} B, file size {} B, processes {}, wall {} s\n",
                  c.cpu_seconds.value, c.address_space_bytes.value, c.file_size_bytes.value, c.process_count.value,
                  c.wall_seconds.value);
+  fmt::format_to(to, "network: allowlist {}{}\n", d.network_allowlist ? "offered" : "not offered",
+                 d.allowed_hosts ? fmt::format(" (capped to {})", safe(fmt::format("{}", fmt::join(*d.allowed_hosts, ", "))))
+                                 : std::string());
   append_grades(out, d.guarantees);
   out.append("mechanisms:\n");
   for (const auto& m : d.mechanisms) fmt::format_to(to, "  {}\n", safe(m));

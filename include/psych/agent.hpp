@@ -14,6 +14,7 @@
 #include "psych/isolation.hpp"
 #include "psych/limits.hpp"
 #include "psych/names.hpp"
+#include "psych/omittable.hpp"
 #include "psych/output.hpp"
 
 namespace psych {
@@ -46,6 +47,9 @@ struct code_execution {
   std::optional<std::vector<std::string>> bindings;
   code_execution_limits limits;
   network_access network = network_access::none;
+  /// With network=allowlist, the host patterns asked for (host_pattern.hpp). Written only when
+  /// set, so a Spec without it keeps the Version hash it always had.
+  omittable<std::vector<std::string>> allowed_hosts;
   std::optional<output_policy> output;
   std::optional<artifact_policy> artifacts;
   friend bool operator==(const code_execution&, const code_execution&) = default;
@@ -63,5 +67,6 @@ struct agent_spec {
 
 BOOST_HANA_ADAPT_STRUCT(psych::model_ref, model, provider);
 BOOST_HANA_ADAPT_STRUCT(psych::tool_ref, kind, name, url);
-BOOST_HANA_ADAPT_STRUCT(psych::code_execution, profile, isolation, bindings, limits, network, output, artifacts);
+BOOST_HANA_ADAPT_STRUCT(psych::code_execution, profile, isolation, bindings, limits, network, allowed_hosts, output,
+                        artifacts);
 BOOST_HANA_ADAPT_STRUCT(psych::agent_spec, name, model, tools, code);

@@ -134,11 +134,49 @@ inline enforcement grade_filesystem(const grading_expectation& e, const mechanis
   return enforcement::unavailable;  // an unreadable canary here is file permissions, not containment
 }
 
+/// network=allowlist: the program's namespace must be its own, hold no route out, and reach the
+/// host's listener not at all; the proxy must refuse a host no list names. The namespace's own
+/// loopback is up (the proxy's listener is on it), so a refused connection to the probe's port is
+/// that loopback answering, not the host's: only `connected` is exposure here, and the host's own
+/// count of connections to its listener (loopback_probe) lowers the grade besides.
+inline enforcement grade_allowlist(const grading_expectation& e, const mechanism_report& m, const child_report& c,
+                                   std::vector<std::string>& problems) {
+  const auto& v4 = c.network.ipv4;
+  const auto& v6 = c.network.ipv6;
+  const auto& proxy = c.network.proxy;
+  if (v4.outcome == probe_outcome::connected || v6.outcome == probe_outcome::connected) {
+    problems.emplace_back(std::string("network: the child reached the host's loopback listener (ipv4: ")
+                              .append(name_of(v4.outcome)).append(", ipv6: ").append(name_of(v6.outcome))
+                              .append(")"));
+    return enforcement::unavailable;
+  }
+  if (proxy.outcome == egress_probe_outcome::allowed) {
+    problems.emplace_back("network: psych's egress proxy let the child through to a host no allowlist names");
+    return enforcement::unavailable;
+  }
+  const auto closed = [](probe_outcome o) { return probe_blocked(o) || o == probe_outcome::refused; };
+  const bool own_namespace = has(m.namespaces, "net") && namespace_held(e, m, c, "net");
+  if (!own_namespace || c.network_routes != 0 || !closed(v4.outcome) || !closed(v6.outcome)) {
+    problems.emplace_back("network: the child's network namespace is not one of its own without routes (" +
+                          std::to_string(c.network_routes) + " routes seen)");
+    return enforcement::unverified;
+  }
+  if (m.egress_listeners == 0 || proxy.outcome != egress_probe_outcome::refused) {
+    problems.emplace_back(std::string("network: the child could not see psych's egress proxy refuse a host no "
+                                      "allowlist names (")
+                              .append(name_of(proxy.outcome)).append(", status ")
+                              .append(std::to_string(proxy.status)).append(")"));
+    return enforcement::unverified;
+  }
+  return enforcement::enforced;
+}
+
 inline enforcement grade_network(const grading_expectation& e, const mechanism_report& m,
                                  const child_report& c, std::vector<std::string>& problems) {
   if (e.network == network_access::unrestricted) return enforcement::unavailable;  // granted, not denied
   const auto& v4 = c.network.ipv4;
   const auto& v6 = c.network.ipv6;
+  if (e.network == network_access::allowlist) return grade_allowlist(e, m, c, problems);
   if (probe_exposed(v4.outcome) || probe_exposed(v6.outcome)) {
     problems.emplace_back(std::string("network: the child reached the host's loopback listener (ipv4: ")
                               .append(name_of(v4.outcome)).append(", ipv6: ").append(name_of(v6.outcome))
@@ -359,7 +397,7 @@ inline void grade_exit(containment_grade& grade, std::int64_t survivors) {
 constexpr guarantee_grades promised_grades(isolation_level level, network_access network) noexcept {
   using enum enforcement;
   const bool isolated = level == isolation_level::isolated;
-  const bool denied = network == network_access::none;
+  const bool denied = network != network_access::unrestricted;  // an allowlist denies every direct connection
   return {.filesystem = isolated ? enforced : unavailable,
           .network = !denied ? unavailable : isolated ? enforced : unverified,
           .process_tree = isolated ? enforced : unverified,

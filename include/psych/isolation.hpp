@@ -53,9 +53,10 @@ inline constexpr guarantee_grades every_guarantee_enforced{
     enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced,
     enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced, enforcement::enforced};
 
-/// Network access an agent asks for and a profile may allow.
-enum class network_access { none, unrestricted };
-PSYCH_ENUM_NAMES(network_access, "none", "unrestricted");
+/// Network access an agent asks for and a profile may allow: none, everything, or only the hosts an
+/// allowlist names (host_pattern.hpp, docs/network.md).
+enum class network_access { none, unrestricted, allowlist };
+PSYCH_ENUM_NAMES(network_access, "none", "unrestricted", "allowlist");
 
 }  // namespace psych
 

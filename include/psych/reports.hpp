@@ -74,6 +74,10 @@ struct mechanism_report {
   bool address_space_limit = true;
   /// The Windows launcher's Job Object, read back; in_job false everywhere else.
   job_readback job;
+  /// network=allowlist: the listeners for psych's egress proxy the launcher made inside the
+  /// sandbox's network namespace (127.0.0.1, and ::1 where the namespace has IPv6) and handed to
+  /// the host. 0 otherwise.
+  std::int64_t egress_listeners = 0;
 };
 
 struct child_rlimits {
@@ -99,9 +103,21 @@ struct network_probe {
   std::int64_t error_number = 0;
 };
 
+/// What the child saw when it asked psych's egress proxy for a host no allowlist names
+/// (network=allowlist only): the proxy must refuse it, with an HTTP error.
+enum class egress_probe_outcome { skipped, refused, allowed, unreachable, error };
+PSYCH_ENUM_NAMES(egress_probe_outcome, "skipped", "refused", "allowed", "unreachable", "error");
+
+struct egress_probe {
+  egress_probe_outcome outcome = egress_probe_outcome::skipped;
+  std::int64_t status = 0;        ///< the proxy's HTTP status, 0 when none came
+  std::int64_t error_number = 0;  ///< connecting to the proxy failed with this
+};
+
 struct network_observation {
   network_probe ipv4;
   network_probe ipv6;
+  egress_probe proxy;
 };
 
 struct child_report {
@@ -144,12 +160,13 @@ BOOST_HANA_ADAPT_STRUCT(psych::job_readback, in_job, kill_on_close, breakaway_fo
 BOOST_HANA_ADAPT_STRUCT(psych::mechanism_report, session, subreaper, no_new_privs, seccomp,
                         landlock_abi, namespaces, cgroup, cgroup_why_none, uid_drop, fds_closed, environment_built,
                         rlimits, process_count_base, root_entries, cpu_tree_limit, seatbelt, uid_sweep,
-                        address_space_limit, job);
+                        address_space_limit, job, egress_listeners);
 BOOST_HANA_ADAPT_STRUCT(psych::child_rlimits, cpu_seconds, address_space_bytes, file_size_bytes,
                         process_count, open_files, core_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::canary_observation, readable, error_number);
 BOOST_HANA_ADAPT_STRUCT(psych::network_probe, outcome, error_number);
-BOOST_HANA_ADAPT_STRUCT(psych::network_observation, ipv4, ipv6);
+BOOST_HANA_ADAPT_STRUCT(psych::egress_probe, outcome, status, error_number);
+BOOST_HANA_ADAPT_STRUCT(psych::network_observation, ipv4, ipv6, proxy);
 BOOST_HANA_ADAPT_STRUCT(psych::child_report, pid, ppid, pgid, sid, uid, gid, euid, egid, groups,
                         no_new_privs, seccomp_mode, rlimits, canary, network, environment_keys, cwd,
                         cwd_is_workspace, workspace_entries, namespace_ids, root_entries, uid_map,

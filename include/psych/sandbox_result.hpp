@@ -11,10 +11,12 @@
 #include "psych/artifacts.hpp"
 #include "psych/attachment.hpp"
 #include "psych/budget.hpp"
+#include "psych/egress_report.hpp"
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
 #include "psych/json_text.hpp"
 #include "psych/limits.hpp"
+#include "psych/omittable.hpp"
 #include "psych/open_enum.hpp"
 
 namespace psych {
@@ -57,6 +59,9 @@ struct sandbox_result {
   meter_readings bindings_spent;
   /// Bindings the spec listed that no longer resolve; never replaced by another tool.
   std::vector<std::string> unavailable_bindings;
+  /// network=allowlist: what the program's connections through psych's egress proxy did. Absent
+  /// otherwise, and then not written in the result's JSON at all.
+  omittable<egress_report> egress;
 
   [[nodiscard]] bool ok() const { return !failure.has_value(); }
 };

@@ -9,11 +9,13 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <tuple>
 #include <vector>
 
 #include "psych/failure.hpp"
 #include "psych/isolation.hpp"
 #include "psych/limits.hpp"
+#include "psych/host_pattern.hpp"
 #include "psych/artifacts.hpp"
 #include "psych/budget.hpp"
 #include "psych/output.hpp"
@@ -26,6 +28,11 @@ struct backend_offer {
   isolation_level isolation = isolation_level::process;  ///< the strongest level it reaches
   sandbox_limits limit_ceiling;
   bool network = false;  ///< can it grant network at all
+  /// Can it hold network=allowlist: a namespace that reaches only psych's egress proxy
+  /// (docs/network.md). False at the PROCESS level, which shares the host's network.
+  bool network_allowlist = false;
+  /// The deployment's cap on the hosts an allowlist may name (host patterns); nullopt: none.
+  std::optional<std::vector<std::string>> allowed_hosts;
   std::vector<std::string> problems;
 };
 
@@ -34,6 +41,10 @@ struct backend_offer {
 struct code_execution_grant {
   sandbox_limits limits;
   bool allow_network = false;
+  /// The hosts a network=allowlist execution may reach, when allow_network is false: nullopt
+  /// leaves them to the profile and the spec (the grant a backend's offer makes); a list (host
+  /// patterns) narrows to those.
+  std::optional<std::vector<std::string>> allowed_hosts;
   binding_budget budget;  ///< the profile's BindingBudget, which the policy may narrow per tenant
 };
 
@@ -42,6 +53,7 @@ struct code_execution_request {
   isolation_level isolation = isolation_level::process;  ///< a minimum
   code_execution_limits limits;                           ///< requests; absent = the profile's
   network_access network = network_access::none;
+  std::vector<std::string> allowed_hosts;  ///< with network=allowlist
   std::optional<output_policy> output;
   std::optional<artifact_policy> artifacts;
 };
@@ -52,18 +64,60 @@ struct profile_caps {
   /// that dimension is what the backend, the policy and the spec leave.
   limit_caps hard_limits;
   bool allow_network = false;
+  /// The hosts a network=allowlist execution may reach, when allow_network is false (host
+  /// patterns). Empty: none, so a profile grants no network unless it says so.
+  std::vector<std::string> allowed_hosts;
 };
 
 struct execution_terms {
   isolation_level isolation = isolation_level::process;  ///< the minimum the execution must reach
   sandbox_limits limits;
   network_access network = network_access::none;
+  /// With network=allowlist: what the profile, the policy and the spec all allow, spelled
+  /// canonically (host_pattern.hpp), never empty. Otherwise empty.
+  std::vector<std::string> allowed_hosts;
   output_policy output;
   artifact_policy artifacts;
   friend bool operator==(const execution_terms&, const execution_terms&) = default;
 };
 
 using terms_decision = std::variant<execution_terms, refusal>;
+
+namespace terms_detail {
+
+/// A network=allowlist request narrowed by the policy's and the profile's grants: each allows every
+/// host (allow_network) or its own list. An empty result, or a pattern that does not parse, is a
+/// refusal naming who left nothing.
+inline std::variant<std::vector<std::string>, refusal> allowed_hosts_of(const backend_offer& backend,
+                                                                       const code_execution_grant& grant,
+                                                                       const code_execution_request& asked,
+                                                                       const profile_caps& profile) {
+  const auto refused = [](std::string why) { return refusal{refusal_reason::network_not_granted, std::move(why)}; };
+  if (!backend.network_allowlist)
+    return refused(backend.isolation == isolation_level::process
+                       ? "network=allowlist is not offered at isolation=process: the program would share the host's "
+                         "network, where nothing but the program's own choice keeps it on the proxy (docs/network.md)"
+                       : "the backend does not offer network=allowlist");
+  auto hosts = canonical_host_list(asked.allowed_hosts);
+  if (!hosts) return refused("network=allowlist: " + hosts.error().detail);
+  if (hosts.value().empty()) return refused("network=allowlist names no host");
+  const std::vector<std::string>* backend_list = backend.allowed_hosts ? &*backend.allowed_hosts : nullptr;
+  const std::vector<std::string>* policy_list = grant.allowed_hosts ? &*grant.allowed_hosts : nullptr;
+  for (const auto& [by, all, list] :
+       {std::tuple{"the backend's configuration", !backend_list, backend_list},
+        std::tuple{"the tenant policy", grant.allow_network || !policy_list, policy_list},
+        std::tuple{"the profile", profile.allow_network, &profile.allowed_hosts}}) {
+    if (all) continue;
+    auto narrowed = intersect_host_lists(hosts.value(), *list);
+    if (!narrowed) return refused(std::string(by) + "'s allowed_hosts: " + narrowed.error().detail);
+    if (narrowed.value().empty())
+      return refused(std::string("network access to none of the hosts asked for is granted by ").append(by));
+    hosts = std::move(narrowed);
+  }
+  return std::move(hosts).value();
+}
+
+}  // namespace terms_detail
 
 inline terms_decision intersect_terms(const backend_offer& backend, const code_execution_grant& grant,
                                       const code_execution_request& asked, const profile_caps& profile) {
@@ -87,6 +141,11 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
   }
 
   execution_terms terms;
+  if (asked.network == network_access::allowlist) {
+    auto hosts = terms_detail::allowed_hosts_of(backend, grant, asked, profile);
+    if (auto* refused = std::get_if<refusal>(&hosts)) return std::move(*refused);
+    terms.allowed_hosts = std::get<std::vector<std::string>>(std::move(hosts));
+  }
   terms.isolation = asked.isolation;
   terms.network = asked.network;
   terms.limits = backend.limit_ceiling;
@@ -96,6 +155,21 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
   if (asked.output) terms.output = *asked.output;
   if (asked.artifacts) terms.artifacts = *asked.artifacts;
   return terms;
+}
+
+/// Terms whose allowlist names a host beyond the backend's configured cap (backend_offer's
+/// allowed_hosts): each pattern must be within the cap, not merely touch it. What every backend
+/// checks before it runs terms it was handed, whoever computed them.
+inline std::optional<refusal> allowlist_beyond_cap(const backend_offer& backend, const execution_terms& terms) {
+  if (terms.network != network_access::allowlist || !backend.allowed_hosts) return std::nullopt;
+  for (const auto& host : terms.allowed_hosts) {
+    const auto asked = canonical_host_list({host});
+    const auto within = intersect_host_lists({host}, *backend.allowed_hosts);
+    if (!asked || !within || within.value() != asked.value())
+      return refusal{refusal_reason::network_not_granted,
+                     "the backend's configuration does not allow the host pattern " + host};
+  }
+  return std::nullopt;
 }
 
 /// Whether a backend that offers `backend` can carry terms someone else already computed: what a
@@ -115,7 +189,12 @@ inline std::optional<refusal> refusal_by_backend(const backend_offer& backend, c
                                                               .append(name_of(backend.isolation))};
   if (terms.network == network_access::unrestricted && !backend.network)
     return refusal{refusal_reason::network_not_granted, "the backend does not grant network access"};
-  return std::nullopt;
+  if (terms.network == network_access::allowlist && !backend.network_allowlist)
+    return refusal{refusal_reason::network_not_granted, "the backend does not offer network=allowlist"};
+  if (terms.network == network_access::allowlist &&
+      (terms.allowed_hosts.empty() || !canonical_host_list(terms.allowed_hosts)))
+    return refusal{refusal_reason::network_not_granted, "network=allowlist without a valid list of hosts"};
+  return allowlist_beyond_cap(backend, terms);
 }
 
 }  // namespace psych

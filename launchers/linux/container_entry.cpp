@@ -10,13 +10,17 @@
 #include <unistd.h>
 
 #include "fds.hpp"
+#include "psych/protocol/frames.hpp"
 #include "platform/posix/retry.hpp"
 
 namespace psych::launcher {
 namespace {
 
 constexpr std::size_t token_bytes_max = 128;
-constexpr int handed_over = 4;  // stdout, stderr, control, channel
+// stdout, stderr, control, channel; and for network=allowlist the egress handover.
+constexpr int handed_over = 5;
+constexpr int handed_over_least = 4;
+constexpr int last_layout_fd = protocol::egress_handover_fd;
 
 setup_result<std::string> read_token() {
   std::string token;
@@ -38,8 +42,8 @@ setup_result<void> send_token(int fd, const std::string& bytes) {
   return success();
 }
 
-/// One message carrying exactly `handed_over` descriptors, received close-on-exec.
-setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
+/// One message carrying four descriptors, or five, received close-on-exec; how many.
+setup_result<int> receive_into(int socket, int (&fds)[handed_over]) {
   char byte = 0;
   iovec data{.iov_base = &byte, .iov_len = 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_over)] = {};
@@ -53,7 +57,8 @@ setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
   const cmsghdr* header = CMSG_FIRSTHDR(&message);
   const bool whole = n == 1 && (message.msg_flags & MSG_CTRUNC) == 0 && header != nullptr &&
                      header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
-                     header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over);
+                     (header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over) ||
+                      header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over_least));
   if (!whole) {
     // Whatever did arrive is closed: a short or odd answer is never half used.
     for (const cmsghdr* h = header; h != nullptr; h = CMSG_NXTHDR(&message, const_cast<cmsghdr*>(h)))
@@ -65,21 +70,22 @@ setup_result<void> receive_into(int socket, int (&fds)[handed_over]) {
           ::close(fd);
         }
       }
-    return fail(refusal(launch_stage::container, "the worker's answer was not exactly four descriptors"));
+    return fail(refusal(launch_stage::container, "the worker's answer was not four or five descriptors"));
   }
-  std::memcpy(fds, CMSG_DATA(header), sizeof(int) * handed_over);
-  return success();
+  const int count = header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over) ? handed_over : handed_over_least;
+  std::memcpy(fds, CMSG_DATA(header), sizeof(int) * static_cast<std::size_t>(count));
+  return count;
 }
 
 /// The same descriptor, moved above the contract's layout (0-4) so the dup2s that build the layout
 /// cannot overwrite it. A container starts with only 0-2 open: the first descriptors this entry
 /// makes would otherwise be 3 and 4.
 setup_result<int> above_layout(int fd) {
-  if (fd > channel_fd) return fd;
-  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, channel_fd + 1);
+  if (fd > last_layout_fd) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, last_layout_fd + 1);
   const int saved = errno;
   ::close(fd);
-  if (moved < 0) return fail(system_failure(launch_stage::container, "fcntl", saved, "F_DUPFD_CLOEXEC, 5"));
+  if (moved < 0) return fail(system_failure(launch_stage::container, "fcntl", saved, "F_DUPFD_CLOEXEC, 6"));
   return moved;
 }
 
@@ -102,21 +108,22 @@ setup_result<void> receive_descriptors(const char* socket_path) {
   if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return fail(system_failure(launch_stage::container, "connect", errno, socket_path));
   PSYCH_TRY(send_token(socket, token + "\n"));
-  int fds[handed_over] = {-1, -1, -1, -1};
-  PSYCH_TRY(receive_into(socket, fds));
+  int fds[handed_over] = {-1, -1, -1, -1, -1};
+  PSYCH_TRY(const int received, receive_into(socket, fds));
 
-  // Into place: 1 stdout, 2 stderr, 3 control, 4 channel, each inherited as the host would have
-  // left it (dup2 clears close-on-exec; the launcher marks what the child must not get).
+  // Into place: 1 stdout, 2 stderr, 3 control, 4 channel (and 5, the egress handover), each
+  // inherited as the host would have left it (dup2 clears close-on-exec; the launcher marks what
+  // the child must not get).
   const int opened = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (opened < 0) return fail(system_failure(launch_stage::container, "open", errno, "/dev/null"));
   PSYCH_TRY(const int null, above_layout(opened));
-  const int targets[handed_over] = {1, 2, control_fd, channel_fd};
-  for (int& fd : fds) {
-    auto moved = above_layout(fd);
+  const int targets[handed_over] = {1, 2, control_fd, channel_fd, protocol::egress_handover_fd};
+  for (int i = 0; i < received; ++i) {
+    auto moved = above_layout(fds[i]);
     if (!moved) return fail(moved.error());
-    fd = moved.value();
+    fds[i] = moved.value();
   }
-  for (int i = 0; i < handed_over; ++i) {
+  for (int i = 0; i < received; ++i) {
     if (::dup2(fds[i], targets[i]) < 0) return fail(system_failure(launch_stage::container, "dup2", errno, "a handed-over fd"));
     ::close(fds[i]);
   }

@@ -15,8 +15,9 @@ namespace psych::launcher {
 inline constexpr std::string_view connect_argument = "--connect";
 
 /// Reads the token from fd 0 (one line, at most 128 bytes), connects to `socket_path`, writes the
-/// token and a newline, receives exactly four descriptors, and installs them as fds 1-4 with fd 0
-/// on /dev/null: the layout check_inherited_fds() expects. Any other shape of answer fails.
+/// token and a newline, receives four descriptors (five for network=allowlist: the egress
+/// handover), and installs them as fds 1-4 (and 5) with fd 0 on /dev/null: the layout
+/// check_inherited_fds() expects. Any other shape of answer fails.
 setup_result<void> receive_descriptors(const char* socket_path);
 
 }  // namespace psych::launcher

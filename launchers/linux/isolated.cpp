@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "capabilities.hpp"
+#include "egress_listener.hpp"
 #include "exec_status.hpp"
 #include "fds.hpp"
 #include "platform/posix/retry.hpp"
@@ -33,20 +35,26 @@ struct init_pipes {
   int status[2] = {-1, -1};     ///< setup failures of init and the interpreter (exec_status.hpp)
   int go[2] = {-1, -1};         ///< launcher -> init: the maps and the cgroup are in place; later, its hangup
   int report[2] = {-1, -1};     ///< init -> launcher: init_report
+  int egress[2] = {-1, -1};     ///< init -> launcher: the egress proxy's listeners (a Unix socket pair)
 
   void close_all() {
-    for (int* pair : {status, go, report})
+    for (int* pair : {status, go, report, egress})
       for (int i = 0; i < 2; ++i)
         if (pair[i] >= 0) ::close(std::exchange(pair[i], -1));
   }
 };
 
-setup_result<void> open_pipes(init_pipes& pipes) {
+setup_result<void> open_pipes(init_pipes& pipes, bool egress) {
   for (int* pair : {pipes.status, pipes.go, pipes.report})
     if (::pipe2(pair, O_CLOEXEC) != 0) {
       pipes.close_all();
       return fail(system_failure(launch_stage::exec, "pipe2", errno, "O_CLOEXEC"));
     }
+  // Descriptors travel only over a Unix socket (SCM_RIGHTS).
+  if (egress && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipes.egress) != 0) {
+    pipes.close_all();
+    return fail(system_failure(launch_stage::egress, "socketpair", errno, "AF_UNIX, SOCK_STREAM"));
+  }
   return success();
 }
 
@@ -132,6 +140,10 @@ setup_result<void> check_launcher_alive(int go_fd) {
       return fail(system_failure(launch_stage::session, "prctl", errno, "PR_SET_PDEATHSIG, SIGKILL"));
     PSYCH_TRY(check_launcher_alive(pipes.go[0]));
     if (::sethostname("psych", 5) != 0) return fail(system_failure(launch_stage::namespaces, "sethostname", errno, "psych"));
+    if (plan.egress_port != 0) {
+      PSYCH_TRY(open_egress_listeners(plan.egress_port, pipes.egress[1]));
+      ::close(std::exchange(pipes.egress[1], -1));
+    }
     PSYCH_TRY(enter_minimal_root(plan.root));
     PSYCH_TRY(auto ruleset, landlock_ruleset::prepare(plan.landlock));
     const pid_t interpreter = ::fork();
@@ -142,6 +154,7 @@ setup_result<void> check_launcher_alive(int go_fd) {
   ::close(pipes.status[0]);
   ::close(pipes.go[1]);
   ::close(pipes.report[0]);
+  if (pipes.egress[0] >= 0) ::close(pipes.egress[0]);
   auto interpreter = setup();
   if (!interpreter) report_setup_failure(status_fd, interpreter.error());
   close_all_but(pipes.report[1], pipes.go[0]);
@@ -185,7 +198,7 @@ void end_init(pid_t pid) {
 setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
                                             const std::function<setup_result<void>(pid_t)>& attach) {
   init_pipes pipes;
-  PSYCH_TRY(open_pipes(pipes));
+  PSYCH_TRY(open_pipes(pipes, plan.egress_port != 0));
   const auto at = std::chrono::steady_clock::now();
   auto cloned = clone_into_namespaces();
   if (!cloned) {
@@ -198,6 +211,7 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
   ::close(std::exchange(pipes.status[1], -1));
   ::close(std::exchange(pipes.go[0], -1));
   ::close(std::exchange(pipes.report[1], -1));
+  if (pipes.egress[1] >= 0) ::close(std::exchange(pipes.egress[1], -1));
   const auto fail_with = [&](setup_error error) -> setup_result<isolated_child> {
     end_init(init);
     pipes.close_all();
@@ -216,6 +230,14 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
   if (!report) return fail_with(report.error());
   if (report.value()) return fail_with(*report.value());
   ::close(std::exchange(pipes.status[0], -1));
+  // Init sent its listeners before it forked the interpreter, so they are queued by now.
+  int egress_listeners = 0;
+  if (plan.egress_port != 0) {
+    auto forwarded = forward_egress_listeners(pipes.egress[0], plan.egress_handover);
+    if (!forwarded) return fail_with(forwarded.error());
+    egress_listeners = forwarded.value();
+    ::close(std::exchange(pipes.egress[0], -1));
+  }
   // The interpreter was forked by init, perhaps before init joined: it joins itself now.
   auto interpreter = only_child_of(init);
   if (!interpreter) return fail_with(interpreter.error());
@@ -224,7 +246,8 @@ setup_result<isolated_child> spawn_isolated(const isolated_plan& plan,
       return fail_with(attached.error());
   return isolated_child{.init = spawned{init, at},
                         .report_fd = std::exchange(pipes.report[0], -1),
-                        .keepalive_fd = std::exchange(pipes.go[1], -1)};
+                        .keepalive_fd = std::exchange(pipes.go[1], -1),
+                        .egress_listeners = egress_listeners};
 }
 
 std::optional<init_report> read_init_report(int fd) {

@@ -5,6 +5,7 @@
 // (mount_root.hpp), forks the interpreter and reaps until the interpreter ends. The interpreter's
 // child drops every capability, sets NoNewPrivs, restricts itself with Landlock where the kernel
 // offers it, installs the seccomp filter last, and execs.
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -25,12 +26,17 @@ struct isolated_plan {
   root_plan root;
   namespace_identity identity;
   landlock_paths landlock;  ///< as seen inside the new root
+  /// network=allowlist: init listens at this port inside the namespace for psych's egress proxy
+  /// (egress_listener.hpp), and the launcher hands the listeners to `egress_handover`. 0: none.
+  std::uint16_t egress_port = 0;
+  int egress_handover = -1;
 };
 
 struct isolated_child {
   spawned init;              ///< the init's pid on the host; the wall clock starts at the clone
   int report_fd = -1;        ///< init_report arrives here; the launcher owns and closes it
   int keepalive_fd = -1;     ///< held open by the launcher: init sees its hangup if the launcher dies
+  int egress_listeners = 0;  ///< how many listeners went to the host (network=allowlist)
 };
 
 /// `attach` puts a process into the execution's cgroup: init once it may proceed, then the

@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 // What an older <linux/landlock.h> may lack. The values are the kernel's UAPI and never change.
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)  // ABI 3
@@ -58,6 +60,13 @@ struct psych_landlock_ruleset_attr {
   std::uint64_t handled_access_net = 0;
   std::uint64_t scoped = 0;
 };
+
+/// struct landlock_net_port_attr (ABI 4), which an older header lacks; packed, as the kernel's.
+struct __attribute__((packed)) psych_landlock_net_port_attr {
+  std::uint64_t allowed_access = 0;
+  std::uint64_t port = 0;
+};
+constexpr int psych_landlock_rule_net_port = 2;  // LANDLOCK_RULE_NET_PORT
 
 constexpr std::uint64_t fs_rights_abi1 =
     LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
@@ -130,7 +139,7 @@ setup_result<landlock_ruleset> landlock_ruleset::prepare(const landlock_paths& p
   const int abi = ruleset.abi_;
   psych_landlock_ruleset_attr attr;
   attr.handled_access_fs = handled_fs(abi);
-  if (abi >= 4 && paths.network == network_access::none)
+  if (abi >= 4 && paths.network != network_access::unrestricted)
     attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
   if (abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   const long fd = ::syscall(SYS_landlock_create_ruleset, &attr, attr_size(abi), 0U);
@@ -152,6 +161,13 @@ setup_result<landlock_ruleset> landlock_ruleset::prepare(const landlock_paths& p
       PSYCH_TRY(const bool added, add_path_rule(ruleset.fd_, path, rights & handled));
       if (!added) ruleset.skipped_.push_back(path);
     }
+  }
+  if (attr.handled_access_net != 0 && paths.network == network_access::allowlist && paths.egress_port != 0) {
+    // A port, not an address: inside the sandbox's namespace the only listener is the proxy's.
+    const psych_landlock_net_port_attr rule{.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP, .port = paths.egress_port};
+    if (::syscall(SYS_landlock_add_rule, ruleset.fd_, psych_landlock_rule_net_port, &rule, 0U) != 0)
+      return fail(system_failure(landlock_stage, "landlock_add_rule", errno,
+                                 fmt::format("LANDLOCK_RULE_NET_PORT, connect {}", paths.egress_port)));
   }
   return ruleset;
 }
@@ -184,6 +200,7 @@ std::string describe_landlock(int abi, network_access network) {
   if (abi <= 0) return "landlock: unavailable";
   std::string text = "landlock: ABI " + std::to_string(abi) + " (filesystem";
   if (abi >= 4 && network == network_access::none) text += ", TCP bind/connect denied";
+  if (abi >= 4 && network == network_access::allowlist) text += ", TCP bind denied, connect to the egress proxy only";
   if (abi >= 6) text += ", abstract unix sockets and signals scoped";
   return text + ")";
 }

@@ -14,6 +14,7 @@
 // after pivot_root at ISOLATED, so the paths are as seen inside the new
 // root); restrict_self() is the one call the child makes between fork and
 // exec, after PR_SET_NO_NEW_PRIVS.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ struct landlock_paths {
   std::vector<std::string> read_only;     ///< "/proc": read files and dirs
   std::vector<std::string> list_only;     ///< "/": list directories beneath, read no file through it
   /// unrestricted: TCP bind and connect are not handled, so the grant is not undone here.
+  /// allowlist: both handled, and connect allowed to egress_port alone (psych's proxy).
   network_access network = network_access::none;
+  std::uint16_t egress_port = 0;
 };
 
 /// One prepared ruleset: owns its fd (O_CLOEXEC, so the program never holds it). Move-only.
@@ -46,7 +49,8 @@ class landlock_ruleset {
   /// Opens each path (O_PATH), adds its rule and closes it again; only the ruleset fd stays.
   /// Handles every right the ABI knows (capped at the newest this file knows, 7): the file-system
   /// rights, with REFER (ABI 2), TRUNCATE (3) and IOCTL_DEV (5); without a network grant TCP bind
-  /// and connect (4), with no rule, so both are always denied; abstract unix sockets and signals
+  /// and connect (4), with no rule, so both are always denied (with an allowlist, one rule: connect
+  /// to the proxy's port); abstract unix sockets and signals
   /// scoped (6).
   /// A path that does not exist (ENOENT, ENOTDIR) is skipped and listed in skipped(); any other
   /// failure (an open, fstat or landlock_add_rule error) fails at stage "landlock".

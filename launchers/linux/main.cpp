@@ -22,6 +22,7 @@
 #include "container_entry.hpp"
 #include "environment.hpp"
 #include "setup_error.hpp"
+#include "egress_listener.hpp"
 #include "fds.hpp"
 #include "identity.hpp"
 #include "isolated.hpp"
@@ -127,6 +128,11 @@ narrower narrowing_of(const protocol::launch_frame& launch, const std::optional<
   };
 }
 
+/// network=allowlist: the port of psych's egress proxy inside the sandbox (validate.cpp checked it).
+std::uint16_t egress_port_of(const protocol::launch_frame& launch) {
+  return launch.network == network_access::allowlist ? static_cast<std::uint16_t>(launch.egress_proxy_port) : 0;
+}
+
 /// ISOLATED: the namespaces, the minimal root, the cgroup, Landlock and seccomp (isolated.hpp).
 setup_result<launched> start_isolated(accepted_request& request, std::optional<execution_cgroup>& cgroup,
                                       int& init_report_fd, int& keepalive_fd) {
@@ -150,7 +156,8 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                           .read_only = {"/proc", "/dev", "/sys"},
                           // The child lists "/" to show the host what its root holds (grading).
                           .list_only = {"/"},
-                          .network = launch.network};
+                          .network = launch.network,
+                          .egress_port = egress_port_of(launch)};
   const isolated_plan plan{
       .child = child_plan{.basics = {.interpreter = launch.interpreter,
                                      .argv = bootstrap_argv(inside, bootstrap_loader),
@@ -162,7 +169,9 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                           .filter = filter_for(launch.network)},
                            .root = root,
                            .identity = identity,
-                           .landlock = std::move(landlock)};
+                           .landlock = std::move(landlock),
+                           .egress_port = egress_port_of(launch),
+                           .egress_handover = protocol::egress_handover_fd};
   const execution_cgroup& group = *cgroup;
   PSYCH_TRY(auto child, spawn_isolated(plan, [&group](pid_t init) { return group.attach(init); }));
   init_report_fd = child.report_fd;
@@ -183,7 +192,8 @@ setup_result<launched> start_isolated(accepted_request& request, std::optional<e
                                      .rlimits = report_rlimits(plan.child.basics.rlimits),
                                      .process_count_base = init_processes,
                                      .root_entries = root_entries(root),
-                                     .cpu_tree_limit = cgroup->has_cpu_accounting()}}};
+                                     .cpu_tree_limit = cgroup->has_cpu_accounting(),
+                                     .egress_listeners = child.egress_listeners}}};
 }
 
 /// From an accepted request to a running interpreter: everything the launcher itself sets up,
@@ -196,6 +206,12 @@ setup_result<launched> start(accepted_request& request) {
   PSYCH_TRY(hand_over(launch.tmp_dir, request.identity));
   PSYCH_TRY(auto bootstrap, seal_bootstrap(bootstrap_blob));
   PSYCH_TRY(const auto landlock, landlock_ruleset::prepare(process_landlock_paths(launch, inside_container)));
+  // network=allowlist in a container (validate.cpp allows it nowhere else at this level): the
+  // proxy's listeners in the container's own network namespace, handed to the host.
+  int egress_listeners = 0;
+  if (const auto port = egress_port_of(launch)) {
+    PSYCH_TRY(egress_listeners, open_egress_listeners(port, protocol::egress_handover_fd));
+  }
   const child_plan plan{.basics = {.interpreter = launch.interpreter,
                                    .argv = bootstrap_argv(launch, bootstrap_loader),
                                    .environment = std::move(request.environment),
@@ -222,13 +238,15 @@ setup_result<launched> start(accepted_request& request) {
                                      .environment_built = true,
                                      .rlimits = report_rlimits(plan.basics.rlimits),
                                      .process_count_base = base,
-                                     .cpu_tree_limit = container_accounting}}};
+                                     .cpu_tree_limit = container_accounting,
+                                     .egress_listeners = egress_listeners}}};
 }
 
 int run() {
   control_channel control{control_fd};
   int status = exit_setup_failed;
-  auto accepted = accept_launch(control, isolation_level::isolated, open_signal_source, status);
+  // In a container the program's network namespace is the container's (--network=none).
+  auto accepted = accept_launch(control, isolation_level::isolated, open_signal_source, status, inside_container);
   if (!accepted) return status;
   auto& request = accepted.value().request;
   const auto& signals = accepted.value().signals;

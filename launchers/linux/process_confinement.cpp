@@ -40,7 +40,9 @@ landlock_paths process_landlock_paths(const protocol::launch_frame& launch, bool
       // Nothing is listed through "/": path lookup is not a Landlock right, so the interpreter
       // reaches its prefix without it, and the host's directory names stay unlisted.
       .list_only = inside_container ? std::vector<std::string>{"/"} : std::vector<std::string>{},
-      .network = launch.network};
+      .network = launch.network,
+      .egress_port = launch.network == network_access::allowlist ? static_cast<std::uint16_t>(launch.egress_proxy_port)
+                                                                 : std::uint16_t{0}};
 }
 
 }  // namespace psych::launcher

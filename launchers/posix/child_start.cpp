@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "exec_status.hpp"
 #include "fds.hpp"
 #include "platform/posix/retry.hpp"
@@ -23,6 +25,7 @@ string_vector bootstrap_argv(const protocol::launch_frame& launch, std::string_v
                                  std::to_string(launch.probe.ipv6_port), launch.workspace};
   // A prepared child loads what its claim's narrowing needs while it waits (the bootstrap's main.py, main()).
   if (launch.prepared) argv.emplace_back("prepared");
+  else if (launch.network == network_access::allowlist) argv.emplace_back(fmt::format("egress={}", launch.egress_proxy_port));
   return string_vector(std::move(argv));
 }
 

@@ -3,8 +3,8 @@
 namespace psych::launcher {
 
 setup_result<accepted_launch> accept_launch(control_channel& control, isolation_level reachable,
-                                            signal_opener open_signals, int& exit_status) {
-  auto request = accept_request(control, reachable);
+                                            signal_opener open_signals, int& exit_status, bool network_of_its_own) {
+  auto request = accept_request(control, reachable, network_of_its_own);
   if (!request) {
     (void)control.write(request.error());
     exit_status = exit_refused;

@@ -35,7 +35,8 @@ using signal_opener = setup_result<signal_source> (*)();
 
 /// accept_request(), then `open_signals`. On failure the `error` is written and `exit_status` set.
 setup_result<accepted_launch> accept_launch(control_channel& control, isolation_level reachable,
-                                            signal_opener open_signals, int& exit_status);
+                                            signal_opener open_signals, int& exit_status,
+                                            bool network_of_its_own = false);
 
 /// A start that failed: proves nothing is left of it (the spawn reaped its child), writes the
 /// `error`, and returns the exit status.

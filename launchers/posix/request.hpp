@@ -19,6 +19,7 @@ struct accepted_request {
 /// Checks the inherited fds, reads the `launch` frame and validates it against `reachable`, the
 /// highest level this launcher can provide (validate.hpp), then plans the identity and builds the
 /// environment.
-setup_result<accepted_request> accept_request(control_channel& control, isolation_level reachable);
+setup_result<accepted_request> accept_request(control_channel& control, isolation_level reachable,
+                                              bool network_of_its_own = false);
 
 }  // namespace psych::launcher

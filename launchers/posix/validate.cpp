@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+
+#include <fcntl.h>
 
 #include <fmt/format.h>
 
@@ -19,16 +22,30 @@ bool absolute_path(const std::string& path) {
 
 }  // namespace
 
-setup_result<void> validate_launch(const protocol::launch_frame& launch, isolation_level reachable) {
+setup_result<void> validate_launch(const protocol::launch_frame& launch, isolation_level reachable,
+                                   bool network_of_its_own) {
   if (launch.version != protocol::contract_version)
     return fail(refusal(launch_stage::launch, fmt::format("contract version {} is not the launcher's {}", launch.version,
                                               protocol::contract_version)));
   if (launch.isolation > reachable)
     return fail(refusal(launch_stage::isolation, fmt::format("isolation={} is beyond this launcher, which reaches {}",
                                                  name_of(launch.isolation), name_of(reachable))));
-  if (launch.isolation == isolation_level::isolated && launch.network != network_access::none)
+  if (launch.isolation == isolation_level::isolated && launch.network == network_access::unrestricted)
     return fail(refusal(launch_stage::isolation, "isolation=isolated with a network grant is not offered: the sandbox's "
                                      "network namespace holds only a downed loopback (network_not_offered)"));
+  if (launch.network == network_access::allowlist) {
+    if (launch.isolation != isolation_level::isolated && !network_of_its_own)
+      return fail(refusal(launch_stage::isolation, "network=allowlist is offered at isolation=isolated only: at the "
+                                                   "process level the program shares the host's network"));
+    if (launch.prepared)
+      return fail(refusal(launch_stage::launch, "a prepared launch carries no network=allowlist"));
+    if (launch.egress_proxy_port <= 0 || launch.egress_proxy_port > 65535)
+      return fail(refusal(launch_stage::launch, fmt::format("egress_proxy_port {} is not a port", launch.egress_proxy_port)));
+    if (::fcntl(protocol::egress_handover_fd, F_GETFD) < 0)
+      return fail(system_failure(launch_stage::fds, "fcntl", errno,
+                                 fmt::format("{}, F_GETFD: network=allowlist needs its handover socket",
+                                             protocol::egress_handover_fd)));
+  }
   for (const auto& refused : {protocol::check_token(launch.token), protocol::check_limits(launch.limits, {62})})
     if (refused) return fail(refusal(refused->stage, refused->message));
   if (launch.open_files <= 0 || launch.open_files > (std::int64_t{1} << 30))

@@ -160,6 +160,11 @@ async def test_the_profile_the_policy_and_the_backend_each_narrow_and_are_named(
             assert by_backend.refusal.reason == "network_not_granted"
             assert by_backend.refusal.message.endswith("granted by the backend's configuration"), \
                 by_backend.refusal.message
+        # A direct run, whose terms nobody intersected, is held to the cap too: nothing runs.
+        direct = await capped.run("return 1", isolation=IsolationLevel.ISOLATED, network=ALLOWLIST,
+                                  allowed_hosts=("api.example.invalid",))
+        assert direct.failure is not None and direct.isolation is None, direct
+        assert "does not allow the host pattern api.example.invalid" in direct.failure.message
     finally:
         capped.close()
 

@@ -21,6 +21,7 @@
 #include "psych/host/mcp_server.hpp"
 #include "psych/host/sandbox.hpp"
 #include "psych/protocol/json.hpp"
+#include "skip.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -398,4 +399,46 @@ TEST_CASE("psych mcp over stdio: an endless line is refused as it streams past, 
   CHECK(out.find("request_too_large") != std::string::npos);
   CHECK(out.find(R"("id":2,"result":{})") != std::string::npos);
   CHECK(out.find(R"("id":1,)") == std::string::npos);
+}
+
+TEST_CASE("psych mcp: the deployment's allowlist reaches every program, and where it cannot hold it is refused") {
+  fixture f;
+  f.options.ask.network = psych::network_access::allowlist;
+  f.options.ask.allowed_hosts = {"allowed.invalid"};
+  SUBCASE("the process backend refuses it by name, and nothing runs") {
+    auto session = f.session();
+    inbox replies;
+    session->receive(run_code_call(40, "return 1"), replies.sink());
+    auto refused = payload_of(replies.answer_to("40"));
+    CHECK(refused.is_error);
+    CHECK(std::string(refused.payload["refused"]["reason"].GetString()) == "network_not_granted");
+    CHECK(std::string(refused.payload["refused"]["message"].GetString()).find("isolation=process") != std::string::npos);
+  }
+  SUBCASE("at isolation=isolated the program has the proxy, which refuses a host no list names") {
+    psych::local_sandbox_options isolated;
+    isolated.isolation = psych::isolation_level::isolated;
+    isolated.temp_root = f.dir.path().string();
+    auto made = psych::local_sandbox(isolated);
+    if (!made) {
+      psych::testing::skip_case("no local backend reaches isolation=isolated here: " + made.error().message());
+      return;
+    }
+    f.options.backend = made.value().get();
+    f.options.ask.isolation = psych::isolation_level::isolated;
+    auto session = f.session();
+    inbox replies;
+    // An unlisted name: refused before anything is resolved, so nothing leaves this machine.
+    session->receive(run_code_call(41, R"(import os, socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"CONNECT unlisted.invalid:443 HTTP/1.1\r\nHost: unlisted.invalid:443\r\n\r\n")
+return [os.environ["HTTPS_PROXY"], s.recv(100).split(b"\r\n")[0].decode()])"),
+                     replies.sink());
+    auto ran = payload_of(replies.answer_to("41", std::chrono::seconds(30)));
+    CHECK_FALSE(ran.is_error);
+    REQUIRE(ran.payload["value"].IsArray());
+    CHECK(std::string(ran.payload["value"][0].GetString()) == "http://127.0.0.1:3128");
+    CHECK(std::string(ran.payload["value"][1].GetString()) == "HTTP/1.1 403 Forbidden");
+    session.reset();
+    f.options.backend = nullptr;
+  }
 }

@@ -137,3 +137,62 @@ TEST_CASE("asking for less isolation than the backend reaches is fine; the minim
   auto t = expect_terms(intersect_terms(ready_backend(isolation_level::isolated), {}, {}, {}));
   CHECK(t.isolation == isolation_level::process);
 }
+
+TEST_CASE("network=allowlist: the hosts the profile, the policy and the spec all allow") {
+  const backend_offer isolated{.ready = true, .isolation = isolation_level::isolated, .network_allowlist = true};
+  const code_execution_request spec{.isolation = isolation_level::isolated,
+                                    .network = network_access::allowlist,
+                                    .allowed_hosts = {"api.example.com", "*.cdn.example.com", "other.test:8443"}};
+  const profile_caps profile{.allowed_hosts = {"*.example.com", "other.test:8443"}};
+  SUBCASE("the spec's patterns narrowed by the profile's; the offered grant leaves hosts alone") {
+    auto t = expect_terms(intersect_terms(isolated, {}, spec, profile));
+    CHECK(t.network == network_access::allowlist);
+    CHECK(t.allowed_hosts == std::vector<std::string>{"api.example.com", "*.cdn.example.com", "other.test:8443"});
+  }
+  SUBCASE("a policy's list narrows further") {
+    auto t = expect_terms(intersect_terms(isolated, {.allowed_hosts = std::vector<std::string>{"API.example.com."}},
+                                          spec, profile));
+    CHECK(t.allowed_hosts == std::vector<std::string>{"api.example.com"});
+  }
+  SUBCASE("a profile that allows every host (allow_network) leaves the spec's list") {
+    auto t = expect_terms(intersect_terms(isolated, {}, spec, {.allow_network = true}));
+    CHECK(t.allowed_hosts.size() == 3);
+  }
+  SUBCASE("nothing shared is a refusal naming who left nothing") {
+    auto r = expect_refusal(intersect_terms(isolated, {.allowed_hosts = std::vector<std::string>{"elsewhere.test"}},
+                                            spec, profile));
+    CHECK(r.reason == refusal_reason::network_not_granted);
+    CHECK(r.message.find("tenant policy") != std::string::npos);
+    r = expect_refusal(intersect_terms(isolated, {}, spec, {}));
+    CHECK(r.message.find("the profile") != std::string::npos);
+  }
+  SUBCASE("a wildcard in the profile never widens an exact name in the spec") {
+    auto t = expect_terms(intersect_terms(isolated, {}, {.isolation = isolation_level::isolated,
+                                                         .network = network_access::allowlist,
+                                                         .allowed_hosts = {"api.example.com:443"}},
+                                          {.allowed_hosts = {"*.example.com"}}));
+    CHECK(t.allowed_hosts == std::vector<std::string>{"api.example.com:443"});
+  }
+  SUBCASE("a pattern that does not parse, or none at all, is refused") {
+    auto bad = spec;
+    bad.allowed_hosts = {"*.com"};
+    CHECK(expect_refusal(intersect_terms(isolated, {}, bad, profile)).message.find("*.com") != std::string::npos);
+    bad.allowed_hosts.clear();
+    CHECK(expect_refusal(intersect_terms(isolated, {}, bad, profile)).message.find("names no host") !=
+          std::string::npos);
+  }
+  SUBCASE("a backend that cannot hold it refuses, and PROCESS says why") {
+    auto r = expect_refusal(intersect_terms(ready_backend(isolation_level::process, true), {.allow_network = true},
+                                            {.network = network_access::allowlist, .allowed_hosts = {"a.test"}},
+                                            {.allow_network = true}));
+    CHECK(r.reason == refusal_reason::network_not_granted);
+    CHECK(r.message.find("isolation=process") != std::string::npos);
+  }
+  SUBCASE("terms computed elsewhere are checked again against the backend") {
+    auto t = expect_terms(intersect_terms(isolated, {}, spec, profile));
+    CHECK_FALSE(refusal_by_backend(isolated, t));
+    CHECK(refusal_by_backend(ready_backend(isolation_level::isolated), t));
+    t.allowed_hosts = {"*"};
+    CHECK(refusal_by_backend(isolated, t));
+  }
+}

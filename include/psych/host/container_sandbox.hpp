@@ -23,6 +23,8 @@ struct container_sandbox_options {
   limit_caps limit_ceiling;
   /// Host variables the child may see, by name. Nothing else reaches the container.
   std::vector<std::string> env_allowlist;
+  /// The deployment's cap on network=allowlist, as local_sandbox_options::allowed_hosts.
+  std::optional<std::vector<std::string>> allowed_hosts;
   /// As local_sandbox_options: one fixed uid for every execution, or (unset) a uid of its own per
   /// execution from run_as_range, shared with the local backends' allocator.
   std::optional<std::int64_t> run_as_uid;

@@ -31,8 +31,9 @@ inline constexpr std::string_view mcp_server_versions[] = {"2025-11-25", "2025-0
 /// What every session of one server shares. Not owned: each pointer must outlive the sessions.
 struct mcp_server_options {
   sandbox* backend = nullptr;
-  /// The deployment's ask of every execution: the isolation minimum and the limits. A call's own
-  /// `limits` narrow these, never widen them; network is never granted.
+  /// The deployment's ask of every execution: the isolation minimum, the limits, and the network:
+  /// none, or an allowlist of hosts (the deployment's own; a call cannot name hosts). A call's own
+  /// `limits` narrow these, never widen them; unrestricted network is never granted.
   code_execution_request ask;
   /// The upstream servers' tools, read at every call (a turn boundary); none: no tools.
   tool_catalogue* catalogue = nullptr;

@@ -115,6 +115,7 @@ struct execution_outcome {
   guarantee_grades guarantees;
   bool network_denied = false;
   std::vector<std::string> problems;
+  omittable<egress_report> egress;
 };
 
 /// The members execution_outcome carries of a sandbox_result, each named once for both directions
@@ -136,6 +137,7 @@ void for_each_carried_member(F&& f) {
   f(&execution_outcome::guarantees, &sandbox_result::guarantees);
   f(&execution_outcome::network_denied, &sandbox_result::network_denied);
   f(&execution_outcome::problems, &sandbox_result::problems);
+  f(&execution_outcome::egress, &sandbox_result::egress);
 }
 
 /// The last frame of an execution that was accepted.
@@ -183,7 +185,7 @@ struct error_frame {
 
 }  // namespace psych::remote
 
-BOOST_HANA_ADAPT_STRUCT(psych::execution_terms, isolation, limits, network, output, artifacts);
+BOOST_HANA_ADAPT_STRUCT(psych::execution_terms, isolation, limits, network, allowed_hosts, output, artifacts);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_request, version, program, filename, terms, bindings, tenant);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::accepted_frame, version, execution_id, backend);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::output_frame, stream, index, data);
@@ -191,6 +193,6 @@ BOOST_HANA_ADAPT_STRUCT(psych::remote::live_output_frame, stream, offset, data);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::artifact_entry, path, size_bytes);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::execution_outcome, value, failure, stdout_size, stderr_size, artifacts,
                         artifacts_omitted, artifacts_omitted_by_reason, duration_seconds, limit_hit, cancelled,
-                        isolation, guarantees, network_denied, problems);
+                        isolation, guarantees, network_denied, problems, egress);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::done_frame, outcome);
 BOOST_HANA_ADAPT_STRUCT(psych::remote::error_frame, code, message, refusal);

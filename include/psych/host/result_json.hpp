@@ -52,6 +52,7 @@ BOOST_HANA_ADAPT_ADT(psych::sandbox_result,
                      (isolation, [](const psych::sandbox_result& r) { return r.isolation; }),
                      (guarantees, [](const psych::sandbox_result& r) { return r.guarantees; }),
                      (network_denied, [](const psych::sandbox_result& r) { return r.network_denied; }),
+                     (egress, [](const psych::sandbox_result& r) { return r.egress; }),
                      (artifacts, [](const psych::sandbox_result& r) { return r.artifacts; }),
                      (artifacts_omitted, [](const psych::sandbox_result& r) { return r.artifacts_omitted; }),
                      (artifacts_omitted_by_reason,
@@ -66,7 +67,8 @@ BOOST_HANA_ADAPT_STRUCT(psych::result_attachment, name, handle, content_type, si
 BOOST_HANA_ADAPT_STRUCT(psych::backend_info, name, isolation, available, reason);
 BOOST_HANA_ADAPT_STRUCT(psych::run_as_report, mode, first, count, free, held, stray, lock_dir);
 BOOST_HANA_ADAPT_STRUCT(psych::description, ready, backend, isolation, guarantees, mechanisms, problems,
-                        limit_ceiling, network, interpreter, launcher, run_as);
+                        limit_ceiling, network, network_allowlist, allowed_hosts, interpreter, launcher,
+                        run_as);
 BOOST_HANA_ADAPT_STRUCT(psych::host::describe_report, backends, chosen);
 BOOST_HANA_ADAPT_STRUCT(psych::refusal, reason, message);
 BOOST_HANA_ADAPT_STRUCT(psych::host::refusal_report, refused);

@@ -26,6 +26,9 @@ struct sandbox_profile {
   std::shared_ptr<sandbox> backend;
   limit_caps hard_limits;  ///< per dimension; an unset one leaves the backend's ceiling (terms.hpp)
   bool allow_network = false;
+  /// The hosts a network=allowlist execution under this profile may reach (host patterns,
+  /// docs/network.md), when allow_network is false. Empty: none.
+  std::vector<std::string> allowed_hosts;
   binding_budget budget;  ///< the BindingBudget for programs run under this profile
 };
 
@@ -132,7 +135,8 @@ class agent_attempt {
 /// code_execution) promised. The sandbox_result itself keeps everything.
 std::string run_code_payload(const run_code_outcome& outcome, const code_execution& asked);
 
-/// Whether `returned` is within `offered`: every limit no higher, and network not turned on.
+/// Whether `returned` is within `offered`: every limit no higher, network not turned on, and no
+/// host allowed that `offered` did not.
 bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered);
 
 }  // namespace psych

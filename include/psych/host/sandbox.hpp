@@ -48,6 +48,11 @@ struct description {
   std::vector<std::string> problems;                       ///< why not ready, or what grading saw
   sandbox_limits limit_ceiling;
   bool network = false;  ///< whether this backend can grant network
+  /// Whether it can hold network=allowlist (docs/network.md): the program's namespace reaches only
+  /// psych's egress proxy.
+  bool network_allowlist = false;
+  /// The configuration's cap on the hosts an allowlist may name; nullopt: none (docs/network.md).
+  std::optional<std::vector<std::string>> allowed_hosts;
   std::string backend;      ///< e.g. "linux-process"
   std::string interpreter;  ///< the real interpreter the child runs
   std::string launcher;
@@ -56,6 +61,8 @@ struct description {
   /// The first term of every intersection.
   [[nodiscard]] backend_offer offer() const {
     return {.ready = ready, .isolation = isolation, .limit_ceiling = limit_ceiling, .network = network,
+            .network_allowlist = network_allowlist,
+            .allowed_hosts = allowed_hosts,
             .problems = problems};
   }
 };
@@ -166,6 +173,9 @@ struct local_sandbox_options {
   limit_caps limit_ceiling;
   /// Host variables the child may see, by name. Nothing else is inherited.
   std::vector<std::string> env_allowlist;
+  /// The deployment's cap on network=allowlist: no execution may reach a host beyond these
+  /// patterns, whatever its spec and profile name (docs/network.md). nullopt: no cap of its own.
+  std::optional<std::vector<std::string>> allowed_hosts;
   /// Accept a child that runs as the worker's own uid (identity: unavailable).
   bool allow_same_uid = false;
 

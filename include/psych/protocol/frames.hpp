@@ -61,7 +61,15 @@ struct launch_frame {
   /// A prepared sandbox (docs/pools.md): the launcher starts the child as usual but holds no wall
   /// clock until a `narrow` frame arrives; the limits above are the most the execution may get.
   bool prepared = false;
+  /// network=allowlist (isolated only; docs/network.md): the port psych's egress proxy listens on
+  /// inside the sandbox's network namespace. The launcher makes the listening sockets there and
+  /// hands them to the host over fd 5 before `started`.
+  std::int64_t egress_proxy_port = 0;
 };
+
+/// The descriptor a network=allowlist launch inherits besides 0-4: a Unix socket the launcher
+/// sends the proxy's listening sockets over (SCM_RIGHTS), once, before `started`.
+inline constexpr int egress_handover_fd = 5;
 
 /// A prepared sandbox is claimed: its limits become these (each at most the launch's), the
 /// launcher writes the cgroup's, restarts the wall clock and answers `narrowed`. Once, and only
@@ -264,7 +272,7 @@ BOOST_HANA_ADAPT_STRUCT(psych::protocol::probe_ports, ipv4_port, ipv6_port);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::identity, uid, gid, exclusive);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::launch_frame, version, token, isolation, limits, network,
                         environment, interpreter, workspace, tmp_dir, canary, probe, run_as,
-                        allow_same_uid, open_files, prepared);
+                        allow_same_uid, open_files, prepared, egress_proxy_port);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::narrow_frame, limits);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::narrowed_frame, rlimits);
 BOOST_HANA_ADAPT_STRUCT(psych::protocol::lower_limits_frame, rlimits);

@@ -29,6 +29,8 @@
 //  - spelt (names.hpp; open_enum.hpp): any JSON string, a spelling the enum
 //    does not have kept as it came (a peer of another version may send one).
 //  - std::optional<T>, request<D,T>: absent or null -> nullopt. cap<D,T>: T.
+//    omittable<T> (omittable.hpp) decodes as std::optional<T>; as a member it
+//    is not written at all when it holds nothing.
 //  - std::vector<T>: an array. std::array<T,N>: an array of exactly N.
 //    std::map<std::string,T>, or a map keyed by a spelt type: an object.
 //  - json_text: any JSON value, kept as its exact bytes (big integers and
@@ -78,6 +80,7 @@
 #include "psych/protocol/json_tree.hpp"
 #include "psych/limits.hpp"
 #include "psych/names.hpp"
+#include "psych/omittable.hpp"
 #include "psych/utf8.hpp"
 #include "psych/result.hpp"
 
@@ -107,6 +110,9 @@ inline constexpr bool always_false = false;
 
 template <class T> struct is_optional : std::false_type {};
 template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+template <class T> struct is_optional<omittable<T>> : std::true_type {};
+template <class T> struct is_omittable : std::false_type {};
+template <class T> struct is_omittable<omittable<T>> : std::true_type {};
 template <class T> struct is_vector : std::false_type {};
 template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
 template <class T> struct is_std_array : std::false_type {};
@@ -191,8 +197,11 @@ template <class T>
 void write_members(json_writer& w, const T& value) {
   hana::for_each(hana::accessors<T>(), [&](auto field) {
     constexpr std::string_view name = member_name(std::remove_cvref_t<decltype(hana::first(field))>{});
+    const auto& member = hana::second(field)(value);
+    if constexpr (is_omittable<std::remove_cvref_t<decltype(member)>>::value)
+      if (!member) return;
     w.Key(name.data(), static_cast<rapidjson::SizeType>(name.size()));
-    write_json(w, hana::second(field)(value));
+    write_json(w, member);
   });
 }
 

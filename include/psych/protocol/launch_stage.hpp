@@ -70,6 +70,9 @@ enum class launch_stage {
   supervise,
   /// Inside a container: taking the channel and the launch from the starter.
   container,
+  /// network=allowlist: the egress proxy's listeners inside the sandbox's network namespace, and
+  /// handing them to the host.
+  egress,
 };
 
 }  // namespace psych::protocol
@@ -78,5 +81,6 @@ namespace psych {
 PSYCH_ENUM_NAMES(protocol::launch_stage, "protocol", "launch", "isolation", "limits", "narrow", "identity",
                  "environment", "workspace", "fds", "signals", "tree", "proc", "bootstrap", "namespaces",
                  "filesystem", "capabilities", "cgroup", "seccomp", "rlimits", "session", "no_new_privs", "landlock",
-                 "seatbelt", "job", "handles", "spawn", "channel", "exec", "control", "supervise", "container");
+                 "seatbelt", "job", "handles", "spawn", "channel", "exec", "control", "supervise", "container",
+                 "egress");
 }

@@ -161,7 +161,43 @@ def read_cgroup_cpu_usage():
     return -1
 
 
-def containment_report(canary, ipv4_port, ipv6_port, workspace):
+EGRESS_PROBE_HOST = b"psych-egress-probe.invalid"  # RFC 6761: never resolves, so never reached
+EGRESS_PROBE_TIMEOUT_SECONDS = 2.0
+
+
+def probe_egress(port):
+    """network=allowlist: asks psych's egress proxy, inside the sandbox's own namespace, for a host
+    no allowlist names; it must answer with an HTTP error (403). Never anything but 127.0.0.1."""
+    if port == 0:
+        return {"outcome": "skipped", "status": 0, "error_number": 0}
+    import _socket
+    sock = None
+    try:
+        sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        sock.settimeout(EGRESS_PROBE_TIMEOUT_SECONDS)  # the proxy answers before it resolves anything
+        code = sock.connect_ex(("127.0.0.1", port))
+        if code != 0:
+            return {"outcome": "unreachable", "status": 0, "error_number": code}
+        target = EGRESS_PROBE_HOST + b":443"
+        sock.sendall(b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target + b"\r\n\r\n")
+        head = b""
+        while b"\r\n" not in head and len(head) < 4096:
+            piece = sock.recv(4096)
+            if not piece:
+                break
+            head += piece
+        fields = head.split(b"\r\n", 1)[0].split(b" ")
+        status = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+        outcome = "allowed" if 200 <= status < 300 else "refused" if status == 403 else "error"
+        return {"outcome": outcome, "status": status, "error_number": 0}
+    except (OSError, ValueError) as error:
+        return {"outcome": "error", "status": 0, "error_number": error_number(error, errno.EIO)}
+    finally:
+        if sock is not None:
+            sock.close()
+
+
+def containment_report(canary, ipv4_port, ipv6_port, workspace, egress_port=0):
     if WINDOWS:
         return windows_containment_report(canary, ipv4_port, workspace)
     status = observe(lambda: read_file_text("/proc/self/status"), "")
@@ -176,7 +212,8 @@ def containment_report(canary, ipv4_port, ipv6_port, workspace):
         "rlimits": read_rlimits(),
         "canary": probe_canary(canary),
         "network": {"ipv4": probe_loopback("AF_INET", "127.0.0.1", ipv4_port),
-                    "ipv6": probe_loopback("AF_INET6", "::1", ipv6_port)},
+                    "ipv6": probe_loopback("AF_INET6", "::1", ipv6_port),
+                    "proxy": probe_egress(egress_port)},
         "environment_keys": sorted(key.decode("utf-8", "replace") for key in posix.environ),
         "cwd": observe(posix.getcwd, ""),
         "cwd_is_workspace": observe(lambda: posix.stat(".")[1:3] == posix.stat(workspace)[1:3], False),

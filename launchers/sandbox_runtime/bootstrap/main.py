@@ -71,11 +71,14 @@ def nothing_left_to_finalize():
 
 
 def main():
-    if len(sys.argv) < 6 or sys.argv[6:] not in ([], ["prepared"]):
-        posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE [prepared]\n")
+    extras = sys.argv[6:]
+    egress = [extra for extra in extras if extra.startswith("egress=") and extra[7:].isdigit()]
+    if len(sys.argv) < 6 or len(extras) > 1 or [e for e in extras if e != "prepared" and e not in egress]:
+        posix.write(2, b"psych bootstrap: expected TOKEN CANARY IPV4_PORT IPV6_PORT WORKSPACE [prepared|egress=PORT]\n")
         raise SystemExit(PROTOCOL_EXIT_CODE)
     token, canary, ipv4_port, ipv6_port, workspace = sys.argv[1:6]
-    prepared = len(sys.argv) == 7
+    prepared = extras == ["prepared"]
+    egress_port = int(egress[0][7:]) if egress else 0
     global CHANNEL
     try:
         if not (ipv4_port.isdigit() and ipv6_port.isdigit()):
@@ -83,7 +86,7 @@ def main():
         if prepared and WINDOWS:  # its launcher refuses them: a job's limits are the launcher's to set
             raise ProtocolError("a prepared sandbox is not offered on Windows")
         channel = CHANNEL = open_channel()
-        report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace)
+        report = containment_report(canary, int(ipv4_port), int(ipv6_port), workspace, egress_port)
         channel.send(frame_bytes({"type": "hello", "token": token, "report": report}))
         import_ast()  # while the host grades hello: nothing of the program has arrived yet
         if prepared:

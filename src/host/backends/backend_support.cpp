@@ -170,7 +170,7 @@ std::optional<sandbox_result> not_utf8(const run_request& request) {
 }  // namespace
 
 std::optional<sandbox_result> refusal_every_backend_makes(const run_request& request, std::string_view backend,
-                                                   bool grants_network) {
+                                                   bool grants_network, const backend_offer* offer) {
   if (auto valid = validate_limits(request.terms.limits); !valid)
     return refused_result(failure_kind::launch_failed, valid.error().message());
   if (request.terms.output.preserve == output_preservation::required && !request.blobs)
@@ -179,6 +179,12 @@ std::optional<sandbox_result> refusal_every_backend_makes(const run_request& req
   if (request.terms.network == network_access::unrestricted && !grants_network)
     return refused_result(failure_kind::launch_failed,
                                 fmt::format("the {} backend does not grant network access", backend));
+  if (request.terms.network == network_access::allowlist && (!offer || !offer->network_allowlist))
+    return refused_result(failure_kind::launch_failed,
+                          fmt::format("the {} backend does not offer network=allowlist", backend));
+  if (offer)
+    if (auto beyond = allowlist_beyond_cap(*offer, request.terms))
+      return refused_result(failure_kind::launch_failed, beyond->message);
   return not_utf8(request);
 }
 

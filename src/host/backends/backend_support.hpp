@@ -29,11 +29,13 @@ std::vector<std::string> mechanism_names(const mechanism_report& m);
 sandbox_result refused_result(failure_kind kind, std::string message);
 
 /// What every backend refuses before it starts anything: limits that are not valid, REQUIRED
-/// preservation with no BlobStore, and network access unless the backend `grants_network` (no
-/// backend of this host does; the remote one asks its service's description). And a program that
-/// is not UTF-8: the syntax_error Python raises for it, naming the first ill-formed byte's offset.
+/// preservation with no BlobStore, network access unless the backend `grants_network` (no
+/// backend of this host does; the remote one asks its service's description), and
+/// network=allowlist unless `offer` holds it and its cap allows every host asked for. And a
+/// program that is not UTF-8: the syntax_error Python raises for it, naming the first ill-formed
+/// byte's offset.
 std::optional<sandbox_result> refusal_every_backend_makes(const run_request& request, std::string_view backend,
-                                                   bool grants_network = false);
+                                                   bool grants_network = false, const backend_offer* offer = nullptr);
 
 /// What the request's calls go through: its bindings, invoker (or relay), budget, Run (its
 /// execution id minted when the Run has none), BlobStore and tenant.

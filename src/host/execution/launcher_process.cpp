@@ -28,6 +28,7 @@ result<launcher_process> spawn_launcher(const std::string& launcher_path, const 
                    "a launcher on Windows attaches over loopback: it cannot be given control and the channel as handles");
 #else
     spec.descriptors.insert(spec.descriptors.end(), {fds.control, fds.channel});
+    if (fds.egress_handover >= 0) spec.descriptors.push_back(fds.egress_handover);
 #endif
   }
   auto spawned = child_process::spawn(spec);

@@ -28,6 +28,9 @@ struct launcher_fds {
   os_handle stderr_write = no_os_handle;  ///< becomes fd 2
   int control = -1;  ///< becomes fd 3; -1 when the launcher attaches over loopback (always on Windows)
   int channel = -1;  ///< becomes fd 4; -1 when the launcher attaches over loopback (always on Windows)
+  /// becomes fd 5 (protocol::egress_handover_fd) for network=allowlist: where the launcher sends the
+  /// egress proxy's listeners. -1 otherwise.
+  int egress_handover = -1;
   /// Set instead of control and channel for a starter that attaches_over_loopback().
   std::optional<loopback_attach_address> attach;
 };

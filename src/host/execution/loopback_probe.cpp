@@ -54,7 +54,8 @@ asio::awaitable<void> loopback_probe::accept_loop(asio::ip::tcp::acceptor& accep
 }
 
 void note_loopback_exposure(containment_grade& grade, network_access network, std::uint64_t connections) {
-  if (connections == 0 || network != network_access::none) return;
+  // An allowlist denies every direct connection too: only the proxy's listener is meant to be reached.
+  if (connections == 0 || network == network_access::unrestricted) return;
   grade.grades.network = enforcement::unavailable;
   grade.network_denied = false;
   // Noted when the containment is graded and again at the end: one line, with the final count.

@@ -54,6 +54,13 @@ awaitable<void> session_conversation::converse() {
   }
   s.outcome.mechanisms = std::get<protocol::started_frame>(*first.value()).mechanisms;
   s.starter.add_mechanisms(*s.outcome.mechanisms);
+  // Before the child's hello, whose probe asks the proxy for a host no list names.
+  if (auto served = s.egress.serve(s.plan->terms); !served) {
+    s.launch_failure = "egress: " + served.error().message();
+    s.send_cancel(protocol::cancel_reason::cancelled);
+    co_await read_exit(control);
+    co_return;
+  }
   if (s.loopback && !co_await attach_channel(s)) {
     co_await read_exit(control);
     co_return;
@@ -104,6 +111,7 @@ awaitable<bool> session_conversation::hello_and_decide(frames& control, frames& 
     if (!isolation_reached()) co_return false;
   }
   s.outcome.program_started = true;
+  s.egress.program_starts();
   if (s.plan->relay)
     s.plan->relay->begin([sink = relay_answers_, this](const protocol::result_frame& answer) {
       sink->post([this, answer] {

@@ -69,6 +69,7 @@ protocol::launch_frame launch_frame(session_state& s) {
   frame.run_as = s.starter.sets_identity() ? std::nullopt : plan.run_as;
   frame.allow_same_uid = plan.allow_same_uid || s.starter.sets_identity();
   frame.prepared = s.claim != nullptr;
+  if (plan.terms.network == network_access::allowlist) frame.egress_proxy_port = sandbox_proxy_port;
   s.starter.adapt_launch(frame);
   s.launched_environment_keys.clear();
   for (const auto& entry : frame.environment) s.launched_environment_keys.push_back(entry.first);
@@ -86,6 +87,11 @@ session_state::session_state(const session_plan& planned, const execution_dirs& 
   // The two variables that name this execution's own directories.
   environment["HOME"] = dirs.workspace;
   environment["TMPDIR"] = dirs.tmp;
+  // And, for an allowlist, where the one thing its network reaches is.
+  // A variable of the same name from the caller's allowlist is replaced: the program's requests
+  // must go to the proxy, never to a proxy of the host's.
+  if (planned.terms.network == network_access::allowlist)
+    for (auto& [name, value] : proxy_environment()) environment[name] = std::move(value);
 }
 
 void session_state::kill_launcher() {
@@ -108,9 +114,11 @@ result<void> launch(session_state& s) {
   } else {
     PSYCH_TRY(sockets, socket_pairs(s, fds));
   }
+  PSYCH_TRY(s.egress.prepare(s.plan->terms, fds));
   PSYCH_TRY(s.launcher, s.starter.start(fds, s.dirs));
   // The launcher's ends are the launcher's now: holding them here would hide its end of file.
   sockets = {};
+  s.egress.release_launcher_end();
   out.second.reset();
   err.second.reset();
   unique_os_handle pidfd{s.launcher.pidfd};

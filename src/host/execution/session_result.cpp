@@ -135,6 +135,8 @@ finished_session finish_session(session_state& s, const binding_gateway* gateway
     s.launcher_problem = fmt::format("the launcher exited with status {}", s.launcher_status);
   if (!s.launcher_problem.empty()) r.problems.push_back(s.launcher_problem);
   r.cancelled = s.cancelled;
+  // The tree is gone: the proxy's connections end with it, and its meters are the execution's.
+  if (auto egress = s.egress.finish()) r.egress = std::move(*egress);
   if (gateway) finished.tail = tail_of_calls(*gateway);
   // The whole execution, interpreter start included: the span the wall clock limits.
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started_at).count();

@@ -18,6 +18,7 @@
 #include "psych/core.hpp"
 #include "psych/protocol/frames.hpp"
 #include "execution/execution_dirs.hpp"
+#include "execution/egress_session.hpp"
 #include "execution/frame_transport.hpp"
 #include "execution/launcher_process.hpp"
 #include "execution/loopback_attach.hpp"
@@ -65,6 +66,7 @@ struct session_state {
   launcher_process launcher;
   std::string token;
   std::chrono::steady_clock::time_point started_at;  ///< the span the wall clock limits starts here
+  egress_session egress;  ///< network=allowlist: the handover, then psych's egress proxy
 
   // ---- what happened ----
   session_outcome outcome;

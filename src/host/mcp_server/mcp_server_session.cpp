@@ -208,8 +208,9 @@ struct mcp_server_session::state {
   /// The terms of one execution: the deployment's ask, narrowed by the call's own limits.
   std::variant<execution_terms, refusal> terms_for(const code_execution_limits& narrower) const {
     const auto offer = options.backend->offer();
+    // The ask is the deployment's, so its hosts are the profile's too.
     auto decided = intersect_terms(offer, {.limits = offer.limit_ceiling, .allow_network = false, .budget = options.budget},
-                                   options.ask, {});
+                                   options.ask, {.allowed_hosts = options.ask.allowed_hosts});
     if (auto* terms = std::get_if<execution_terms>(&decided)) narrow(terms->limits, narrower);
     return decided;
   }
@@ -247,7 +248,8 @@ struct mcp_server_session::state {
   void execute(execution& self, json_text request_id, wire::run_code_arguments arguments,
                std::optional<json_text> progress_token, mcp_send send) {
     const code_execution asked{.isolation = options.ask.isolation,
-                               .limits = arguments.limits.value_or(code_execution_limits{})};
+                               .limits = arguments.limits.value_or(code_execution_limits{}),
+                               .network = options.ask.network};
     auto decided = terms_for(asked.limits);
     std::string payload;
     bool is_error = true;

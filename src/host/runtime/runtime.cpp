@@ -49,11 +49,40 @@ bool caps_within(const Caps& returned, const Caps& offered) {
   return within;
 }
 
+/// The hosts `returned` allows are among those `offered` allows: nullopt or allow_network is every
+/// host; a list must be what it shares with the offered one (its own canonical spelling).
+bool hosts_within(const code_execution_grant& returned, const code_execution_grant& offered) {
+  if (offered.allow_network || !offered.allowed_hosts) return true;
+  if (returned.allow_network || !returned.allowed_hosts) return false;
+  const auto asked = canonical_host_list(*returned.allowed_hosts);
+  const auto shared = intersect_host_lists(*returned.allowed_hosts, *offered.allowed_hosts);
+  if (!asked || !shared) return false;
+  auto a = asked.value(), b = shared.value();
+  std::ranges::sort(a);
+  std::ranges::sort(b);
+  return a == b;
+}
+
+/// What is wrong with a spec's network=allowlist, if anything: a list without the allowlist (it
+/// would be read as a grant it is not), the allowlist without a list, or a pattern that does not
+/// parse. Found at publish, where the spec's author sees it, not at each run.
+std::optional<std::string> allowed_hosts_mistake(const code_execution& code) {
+  if (code.network != network_access::allowlist)
+    return code.allowed_hosts ? std::optional<std::string>("code_execution.allowed_hosts is set and network is not "
+                                                           "\"allowlist\": set network to \"allowlist\" to use it")
+                              : std::nullopt;
+  if (!code.allowed_hosts || code.allowed_hosts->empty())
+    return "code_execution.network is \"allowlist\" and allowed_hosts names no host";
+  if (auto hosts = canonical_host_list(*code.allowed_hosts); !hosts)
+    return "code_execution.allowed_hosts: " + hosts.error().detail;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool grant_within(const code_execution_grant& returned, const code_execution_grant& offered) {
-  return (!returned.allow_network || offered.allow_network) && caps_within(returned.limits, offered.limits) &&
-         caps_within(returned.budget, offered.budget);
+  return (!returned.allow_network || offered.allow_network) && hosts_within(returned, offered) &&
+         caps_within(returned.limits, offered.limits) && caps_within(returned.budget, offered.budget);
 }
 
 result<runtime> runtime::create(runtime_setup setup) {
@@ -68,6 +97,9 @@ result<runtime> runtime::create(runtime_setup setup) {
       return fail_with(error_kind::invalid_argument, fmt::format("profile {:?} has no sandbox", profile.name));
     if (!names.insert(profile.name).second)
       return fail_with(error_kind::invalid_argument, fmt::format("profile {:?} is registered twice", profile.name));
+    if (auto hosts = canonical_host_list(profile.allowed_hosts); !hosts)
+      return fail_with(error_kind::invalid_argument,
+                       fmt::format("profile {:?}'s allowed_hosts: {}", profile.name, hosts.error().detail));
   }
   for (const auto& server : setup.connected_servers)
     if (server.empty() || server.find("__") != std::string::npos)
@@ -104,6 +136,8 @@ result<agent_version> runtime::publish(const agent_spec& spec) const {
                          fmt::format("binding {:?} is neither a tool this agent is granted, a callable built-in, nor "
                                      "addressed to a connected server",
                                      name));
+    if (auto hosts_refused = allowed_hosts_mistake(*spec.code))
+      return fail_with(error_kind::invalid_argument, *std::move(hosts_refused));
     if (setup_.profiles_known_at_publish && !profile(spec.code->profile))
       return fail_with(error_kind::invalid_argument,
                      fmt::format("code_execution asks for profile {:?}, and no sandbox is registered under that name",
@@ -183,9 +217,15 @@ result<run_code_outcome> agent_attempt::run_code(const std::string& program, std
   }
   auto decision = intersect_terms(
       offer, grant,
-      {.isolation = asked.isolation, .limits = asked.limits, .network = asked.network, .output = asked.output,
+      {.isolation = asked.isolation,
+       .limits = asked.limits,
+       .network = asked.network,
+       .allowed_hosts = asked.allowed_hosts.value_or(std::vector<std::string>{}),
+       .output = asked.output,
        .artifacts = asked.artifacts},
-      {.hard_limits = profile_->hard_limits, .allow_network = profile_->allow_network});
+      {.hard_limits = profile_->hard_limits,
+       .allow_network = profile_->allow_network,
+       .allowed_hosts = profile_->allowed_hosts});
   if (auto* refused = std::get_if<refusal>(&decision)) return run_code_outcome{*refused};
   auto terms = std::get<execution_terms>(std::move(decision));
   if (run_)

@@ -34,7 +34,14 @@ class container_backend final : public sandbox {
         environment_(host::child_environment(options_.env_allowlist)) {}
 
   backend_offer offer() const override {
-    return {.ready = true, .isolation = isolation_level::isolated, .limit_ceiling = ceiling(), .network = false};
+    // The container's network namespace (--network=none) holds only its loopback, where the
+    // launcher makes the egress proxy's listeners: it holds an allowlist (docs/network.md).
+    return {.ready = true,
+            .isolation = isolation_level::isolated,
+            .limit_ceiling = ceiling(),
+            .network = false,
+            .network_allowlist = true,
+            .allowed_hosts = options_.allowed_hosts};
   }
 
   description describe() override {
@@ -44,6 +51,8 @@ class container_backend final : public sandbox {
     d.launcher = launcher_;
     d.limit_ceiling = ceiling();
     d.network = false;
+    d.network_allowlist = true;
+    d.allowed_hosts = options_.allowed_hosts;
     d.run_as = identities_->report();
     const auto found = detect_container_runtime(options_);
     d.mechanisms.push_back(fmt::format("runtime: {} {} ({}), image {} ({})", found.runtime, found.version, found.path,
@@ -72,7 +81,9 @@ class container_backend final : public sandbox {
   }
 
   sandbox_result run(const run_request& request, std::stop_token stop) override {
-    if (auto refused = host::refusal_every_backend_makes(request, backend_name)) return std::move(*refused);
+    const auto offered = offer();
+    if (auto refused = host::refusal_every_backend_makes(request, backend_name, false, &offered))
+      return std::move(*refused);
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());
     auto result = execute(terms, request, false, std::move(stop)).result;
@@ -164,6 +175,9 @@ container_runtime_report detect_container_runtime(const container_sandbox_option
 
 result<std::unique_ptr<sandbox>> container_sandbox(const container_sandbox_options& options) {
   PSYCH_TRY(validate_limits(options.limit_ceiling));
+  if (options.allowed_hosts)
+    if (auto hosts = canonical_host_list(*options.allowed_hosts); !hosts)
+      return fail_with(error_kind::invalid_argument, "allowed_hosts: " + hosts.error().detail);
   if (auto widening = widening_run_argument(options.extra_run_args))
     return fail_with(error_kind::sandbox_setup, *widening);
   if (::geteuid() != 0)

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "platform/posix/descriptor_passing.hpp"
 #include "os/child_process.hpp"
 #include "os/same_secret.hpp"
 #include "execution/session.hpp"  // random_token
@@ -62,30 +63,13 @@ std::optional<std::string> first_line(int connection) {
 }
 
 result<void> send_descriptors(int connection, const launcher_fds& fds) {
-  const int handed[4] = {fds.stdout_write, fds.stderr_write, fds.control, fds.channel};
-  char byte = 'F';
-  iovec data{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof handed)] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof handed);
-  std::memcpy(CMSG_DATA(header), handed, sizeof handed);
-  ssize_t sent = -1;
-#ifdef MSG_NOSIGNAL
-  constexpr int no_sigpipe = MSG_NOSIGNAL;
-#else
-  // macOS: the socket itself is marked (peer_uid() below set SO_NOSIGPIPE on it).
-  constexpr int no_sigpipe = 0;
-#endif
-  do sent = ::sendmsg(connection, &message, no_sigpipe);
-  while (sent < 0 && errno == EINTR);
-  if (sent != 1) return system_error("sendmsg", "the launcher's descriptors");
+  // The egress handover (network=allowlist) rides along as a fifth; the launcher takes four or five.
+  const int handed[5] = {fds.stdout_write, fds.stderr_write, fds.control, fds.channel, fds.egress_handover};
+  const std::size_t count = fds.egress_handover >= 0 ? 5 : 4;
+  if (const int error = posix::send_descriptors<5>(connection, std::span<const int>(handed, count)); error != 0) {
+    errno = error;
+    return system_error("sendmsg", "the launcher's descriptors");
+  }
   return success();
 }
 

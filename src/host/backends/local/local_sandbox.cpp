@@ -79,8 +79,17 @@ class launcher_sandbox final : public sandbox {
     pool_ = std::make_unique<host::prepared_pool>(options_.pool, [this] { return prepare(); });
   }
 
+  /// network=allowlist needs a network namespace of the program's own that reaches only the proxy
+  /// (docs/network.md): ISOLATED has one; PROCESS shares the host's, and refuses it.
+  bool holds_allowlist() const { return level_ == isolation_level::isolated; }
+
   backend_offer offer() const override {
-    return {.ready = true, .isolation = level_, .limit_ceiling = ceiling(), .network = false};
+    return {.ready = true,
+            .isolation = level_,
+            .limit_ceiling = ceiling(),
+            .network = false,
+            .network_allowlist = holds_allowlist(),
+            .allowed_hosts = options_.allowed_hosts};
   }
 
   description describe() override {
@@ -90,6 +99,8 @@ class launcher_sandbox final : public sandbox {
     d.launcher = launcher_;
     d.limit_ceiling = ceiling();
     d.network = false;
+    d.network_allowlist = holds_allowlist();
+    d.allowed_hosts = options_.allowed_hosts;
     d.problems = python_.notes;
     d.run_as = identity_report();
     if (d.run_as->mode == run_as_mode::shared)
@@ -134,7 +145,9 @@ class launcher_sandbox final : public sandbox {
   }
 
   sandbox_result run(const run_request& request, std::stop_token stop) override {
-    if (auto refused = host::refusal_every_backend_makes(request, backend_name())) return std::move(*refused);
+    const auto offered = offer();
+    if (auto refused = host::refusal_every_backend_makes(request, backend_name(), false, &offered))
+      return std::move(*refused);
     execution_terms terms = request.terms;
     narrow(terms.limits, ceiling());  // a caller cannot exceed the backend's ceiling by skipping intersect_terms
     if (pool_) {
@@ -437,6 +450,9 @@ std::vector<backend_info> detect_local_backends(const local_sandbox_options& opt
 
 result<std::unique_ptr<sandbox>> local_sandbox(const local_sandbox_options& options) {
   PSYCH_TRY(validate_limits(options.limit_ceiling));
+  if (options.allowed_hosts)
+    if (auto hosts = canonical_host_list(*options.allowed_hosts); !hosts)
+      return fail_with(error_kind::invalid_argument, "allowed_hosts: " + hosts.error().detail);
   auto candidates = local_candidates(options, options.probe_at_open);
   // The strongest first: a caller asking for process gets isolated when it is there.
   std::stable_sort(candidates.begin(), candidates.end(),

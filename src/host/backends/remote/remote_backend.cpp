@@ -59,8 +59,9 @@ description remote_backend::describe() {
 }
 
 sandbox_result remote_backend::run(const run_request& request, std::stop_token stop) {
-  // Network is the service's to grant (refusal_by_backend, below).
-  if (auto refused = refusal_every_backend_makes(request, "remote", true)) return std::move(*refused);
+  // Network, an allowlist included, is the service's to grant (refusal_by_backend, below).
+  const backend_offer service_decides{.network_allowlist = true};
+  if (auto refused = refusal_every_backend_makes(request, "remote", true, &service_decides)) return std::move(*refused);
   // Refuse before running: a service that already says it cannot meet the terms is not sent
   // the program.
   const description known = cached_description();
