@@ -217,7 +217,9 @@ def test_hello_comes_first_and_reports_containment():
             assert report["rlimits"][field] == expected, (field, report["rlimits"][field], expected)
     assert report["canary"] == {"readable": True, "error_number": 0}
     skipped = {"outcome": "skipped", "error_number": 0}
-    assert report["network"] == {"ipv4": skipped, "ipv6": skipped}
+    # No egress proxy either: the argv named none (network=allowlist adds egress=PORT).
+    assert report["network"] == {"ipv4": skipped, "ipv6": skipped,
+                                 "proxy": {"outcome": "skipped", "status": 0, "error_number": 0}}
     keys = report["environment_keys"]
     assert keys == sorted(keys)
     # Python's C-locale coercion (PEP 538) adds LC_CTYPE when the environment names no locale.
@@ -386,9 +388,11 @@ def test_protocol_violations_exit_3():
         assert (code, leftover, stdout) == (3, None, b""), (name, code, leftover)
     code, hello, _, _, stderr = exit_code_after(argv=["only-a-token"])
     assert code == 3 and b"expected" in stderr
-    # A sixth argument may only say that the sandbox is prepared (docs/pools.md).
-    code, hello, _, _, stderr = exit_code_after(argv=[TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir(), "warm"])
-    assert code == 3 and b"[prepared]" in stderr
+    # A sixth argument may only say that the sandbox is prepared (docs/pools.md), or where the
+    # egress proxy listens (docs/network.md); nothing else, and never both.
+    for extra in (["warm"], ["egress=x"], ["prepared", "egress=3128"]):
+        code, hello, _, _, stderr = exit_code_after(argv=[TOKEN, "/nonexistent", "0", "0", tempfile.gettempdir(), *extra])
+        assert code == 3 and b"[prepared|egress=PORT]" in stderr, extra
 
 
 def test_oversized_frame_is_refused_as_it_arrives():
