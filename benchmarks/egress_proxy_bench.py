@@ -21,6 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "egress_allowlist"))
 from fake_internet import PYTHON, SUFFIX, FakeInternet  # noqa: E402
+sys.path[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support")
+from script_skips import log_skip  # noqa: E402
 
 HOST = f"files.{SUFFIX}"
 SIZE = 1 << 20
@@ -95,9 +97,7 @@ def main():
     if os.geteuid() != 0:
         reason = "needs root: network namespaces, a veth pair and bind mounts make the fake internet"
         print(f"SKIP: {reason}")
-        if os.environ.get("PSYCH_SKIP_LOG"):  # summed up by scripts/test (docs/testing.md)
-            with open(os.environ["PSYCH_SKIP_LOG"], "a", encoding="utf-8") as log:
-                log.write(f"egress_proxy_bench\tegress_allowlist.bench_smoke\t{reason}\n")
+        log_skip("egress_proxy_bench", "egress_allowlist.bench_smoke", reason)
         return 77
     with FakeInternet() as net:
         text = client_text(net.ca_pem, args.fetches)

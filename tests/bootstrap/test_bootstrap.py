@@ -29,6 +29,10 @@ import threading
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_skips import Skipped, ci_requires_every_case, log_skip  # noqa: E402
+sys.path.pop(0)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = os.path.normpath(os.path.join(HERE, "..", "..", "launchers", "sandbox_runtime"))
 with open(os.path.join(RUNTIME, "bootstrap_loader.py"), encoding="utf-8") as source_file:
@@ -254,23 +258,6 @@ def test_canary_missing_reports_errno():
     child.send({"type": "abort", "reason": "test"})
     child.finish()
     assert report["canary"] == {"readable": False, "error_number": errno.ENOENT}
-
-
-class Skipped(Exception):
-    """A case that cannot run here: reported as a skip, never as a pass (docs/testing.md)."""
-
-
-def ci_requires_every_case():
-    """CI=true (or 1) as root: a host with every mechanism, where no case of this file may skip."""
-    return os.environ.get("CI") in ("true", "1") and os.geteuid() == 0
-
-
-def log_skip(name, reason):
-    """One line in $PSYCH_SKIP_LOG, which scripts/test sums up across the suite."""
-    path = os.environ.get("PSYCH_SKIP_LOG")
-    if path:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(f"bootstrap\t{name}\t{reason}\n")
 
 
 def other_uid_can_run_python():
@@ -1201,7 +1188,7 @@ def main():
                 print(f"FAIL {name}: skipped in CI (CI=true, root), where every case must run: {reason}")
             else:
                 skipped += 1
-                log_skip(name, reason)
+                log_skip("bootstrap", name, reason)
                 print(f"SKIPPED {name}: {reason}")
         except Exception:
             failed += 1

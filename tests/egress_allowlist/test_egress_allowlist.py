@@ -26,6 +26,10 @@ import textwrap
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_skips import Skipped, ci_requires_every_case, log_skip  # noqa: E402
+sys.path.pop(0)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_internet import CLIENT_V4, CLIENT_V6, SUFFIX, FakeInternet  # noqa: E402
 
@@ -211,23 +215,6 @@ def dns_query(server, name):
         sock.close()
     return _done(started, result=result)
 '''
-
-
-class Skipped(Exception):
-    """A case that cannot run here: reported as a skip, never as a pass (docs/testing.md)."""
-
-
-def ci_requires_every_case():
-    """CI=true (or 1) as root: a host with every mechanism, where no case of this file may skip."""
-    return os.environ.get("CI") in ("true", "1") and os.geteuid() == 0
-
-
-def log_skip(name, reason):
-    """One line in $PSYCH_SKIP_LOG, which scripts/test sums up across the suite."""
-    path = os.environ.get("PSYCH_SKIP_LOG")
-    if path:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(f"egress_allowlist\t{name}\t{reason}\n")
 
 
 def landlock_abi():
@@ -761,7 +748,7 @@ def main(argv):
             print(f"FAIL {name}: skipped in CI (CI=true, root), where every case must run: {why}")
         else:
             skipped += 1
-            log_skip(name, why)
+            log_skip("egress_allowlist", name, why)
             print(f"SKIPPED {name}: {why}")
 
     try:
