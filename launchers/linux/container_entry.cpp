@@ -1,5 +1,6 @@
 #include "container_entry.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -11,7 +12,7 @@
 
 #include "fds.hpp"
 #include "psych/protocol/frames.hpp"
-#include "platform/posix/retry.hpp"
+#include "platform/posix/descriptor_passing.hpp"
 
 namespace psych::launcher {
 namespace {
@@ -44,37 +45,16 @@ setup_result<void> send_token(int fd, const std::string& bytes) {
 
 /// One message carrying four descriptors, or five, received close-on-exec; how many.
 setup_result<int> receive_into(int socket, int (&fds)[handed_over]) {
-  char byte = 0;
-  iovec data{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_over)] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  const ssize_t n = posix::retry_on_eintr([&] { return ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC); });
-  if (n < 0) return fail(system_failure(launch_stage::container, "recvmsg", errno, "the descriptors"));
-  const cmsghdr* header = CMSG_FIRSTHDR(&message);
-  const bool whole = n == 1 && (message.msg_flags & MSG_CTRUNC) == 0 && header != nullptr &&
-                     header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
-                     (header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over) ||
-                      header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over_least));
-  if (!whole) {
+  auto received = posix::receive_descriptors<handed_over>(socket);
+  if (received.error != 0) return fail(system_failure(launch_stage::container, "recvmsg", received.error, "the descriptors"));
+  const auto count = received.fds.size();
+  if (count != handed_over && count != handed_over_least) {
     // Whatever did arrive is closed: a short or odd answer is never half used.
-    for (const cmsghdr* h = header; h != nullptr; h = CMSG_NXTHDR(&message, const_cast<cmsghdr*>(h)))
-      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
-        const auto count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-          int fd = -1;
-          std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-          ::close(fd);
-        }
-      }
+    for (const int fd : received.fds) ::close(fd);
     return fail(refusal(launch_stage::container, "the worker's answer was not four or five descriptors"));
   }
-  const int count = header->cmsg_len == CMSG_LEN(sizeof(int) * handed_over) ? handed_over : handed_over_least;
-  std::memcpy(fds, CMSG_DATA(header), sizeof(int) * static_cast<std::size_t>(count));
-  return count;
+  std::copy(received.fds.begin(), received.fds.end(), fds);
+  return static_cast<int>(count);
 }
 
 /// The same descriptor, moved above the contract's layout (0-4) so the dup2s that build the layout

@@ -16,17 +16,30 @@
 
 namespace psych::posix {
 
+/// One byte of data and room for `Most` descriptors: the message both directions use. Not movable:
+/// the message points into it.
+template <std::size_t Most>
+struct one_byte_message {
+  explicit one_byte_message(char byte) : marker(byte) {
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control.data();
+    message.msg_controllen = control.size();
+  }
+  one_byte_message(const one_byte_message&) = delete;
+  one_byte_message& operator=(const one_byte_message&) = delete;
+  char marker;
+  iovec part{&marker, 1};
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * Most)> control{};
+  msghdr message{};
+};
+
 /// Sends `fds` (at most `Most`) in one message. 0, or the errno of the failed sendmsg.
 template <std::size_t Most>
 int send_descriptors(int socket, std::span<const int> fds) {
   if (fds.empty() || fds.size() > Most) return EINVAL;
-  char marker = 'F';
-  iovec part{&marker, 1};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * Most)> control{};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control.data();
+  one_byte_message<Most> held('F');
+  msghdr& message = held.message;
   message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
@@ -55,14 +68,8 @@ struct received_descriptors {
 template <std::size_t Most>
 received_descriptors receive_descriptors(int socket, int flags = 0) {
   received_descriptors out;
-  char marker = 0;
-  iovec part{&marker, 1};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * Most)> control{};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control.data();
-  message.msg_controllen = control.size();
+  one_byte_message<Most> held(0);
+  msghdr& message = held.message;
 #ifdef MSG_CMSG_CLOEXEC
   flags |= MSG_CMSG_CLOEXEC;
 #endif

@@ -2,7 +2,7 @@
 
 namespace psych::host::egress {
 
-void egress_tally::refused(egress_refusal refusal) {
+void egress_tally::refused(refused_connection refusal) {
   std::lock_guard lock(latest_mutex_);  // so a snapshot's count and list agree
   refused_.fetch_add(1, std::memory_order_relaxed);
   latest_.push_back(std::move(refusal));

@@ -16,7 +16,7 @@ namespace psych::host {
 
 /// One refused connection: where it asked to go (canonical when its head parsed; of one that did
 /// not, its authority alone; empty when it named nothing) and why it was refused.
-struct egress_refusal {
+struct refused_connection {
   std::string host;
   std::uint16_t port = 0;
   proxy_error error = proxy_error::http_request_error;
@@ -38,7 +38,7 @@ struct egress_meters {
   std::uint64_t bytes_sent = 0;      ///< program to world, as relayed (a plain request's head included)
   std::uint64_t bytes_received = 0;  ///< world to program
   /// The latest refusals, oldest first, at most `kept_refusals`.
-  std::vector<egress_refusal> latest_refusals;
+  std::vector<refused_connection> latest_refusals;
 
   static constexpr std::size_t kept_refusals = 32;
 };
@@ -53,7 +53,7 @@ enum class cut_reason { idle, lifetime, bytes };
 class egress_tally {
  public:
   void allowed() noexcept { allowed_.fetch_add(1, std::memory_order_relaxed); }
-  void refused(egress_refusal refusal);
+  void refused(refused_connection refusal);
   void cut(cut_reason why) noexcept;
   void sent(std::uint64_t bytes) noexcept { sent_.fetch_add(bytes, std::memory_order_relaxed); }
   void received(std::uint64_t bytes) noexcept { received_.fetch_add(bytes, std::memory_order_relaxed); }
@@ -63,7 +63,7 @@ class egress_tally {
   std::atomic<std::uint64_t> allowed_{0}, refused_{0}, cut_idle_{0}, cut_lifetime_{0}, cut_bytes_{0}, sent_{0},
       received_{0};
   mutable std::mutex latest_mutex_;
-  std::deque<egress_refusal> latest_;
+  std::deque<refused_connection> latest_;
 };
 
 }  // namespace psych::host::egress

@@ -56,12 +56,6 @@ psych::egress_report report_of(const egress_meters& meters) {
 
 }  // namespace
 
-std::map<std::string, std::string> proxy_environment(std::uint16_t port) {
-  const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", url}, {"http_proxy", url},
-          {"https_proxy", url}, {"all_proxy", url},  {"NO_PROXY", ""},     {"no_proxy", ""}};
-}
-
 egress_session::egress_session() = default;
 egress_session::~egress_session() { (void)finish(); }
 

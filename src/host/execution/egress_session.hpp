@@ -25,7 +25,11 @@ inline constexpr std::uint16_t sandbox_proxy_port = 3128;
 /// HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lowercase spellings name the proxy; NO_PROXY is
 /// empty, so nothing is meant to bypass it (a program that sets its own reaches only its own
 /// namespace's loopback).
-std::map<std::string, std::string> proxy_environment(std::uint16_t port = sandbox_proxy_port);
+inline std::map<std::string, std::string> proxy_environment(std::uint16_t port = sandbox_proxy_port) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", url}, {"http_proxy", url},
+          {"https_proxy", url}, {"all_proxy", url},  {"NO_PROXY", ""},     {"no_proxy", ""}};
+}
 
 class egress_session {
  public:

@@ -3,16 +3,10 @@
 // launch, and this refuses it again should one get this far.
 #include "execution/egress_session.hpp"
 
-#include <fmt/format.h>
 
 namespace psych::host {
 
 struct egress_session::handover {};
-
-std::map<std::string, std::string> proxy_environment(std::uint16_t port) {
-  const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", url}, {"NO_PROXY", ""}};
-}
 
 egress_session::egress_session() = default;
 egress_session::~egress_session() = default;
