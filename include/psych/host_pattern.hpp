@@ -382,4 +382,16 @@ inline result<std::vector<std::string>> intersect_host_lists(const std::vector<s
   return out;
 }
 
+/// The first pattern of `asked` that `cap` does not wholly allow (within it, not merely
+/// touching it), or one that does not parse; nullopt when every one is within.
+inline std::optional<std::string> first_host_beyond(const std::vector<std::string>& asked,
+                                                    const std::vector<std::string>& cap) {
+  for (const auto& host : asked) {
+    const auto spelled = canonical_host_list({host});
+    const auto within = intersect_host_lists({host}, cap);
+    if (!spelled || !within || within.value() != spelled.value()) return host;
+  }
+  return std::nullopt;
+}
+
 }  // namespace psych

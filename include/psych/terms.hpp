@@ -162,13 +162,9 @@ inline terms_decision intersect_terms(const backend_offer& backend, const code_e
 /// checks before it runs terms it was handed, whoever computed them.
 inline std::optional<refusal> allowlist_beyond_cap(const backend_offer& backend, const execution_terms& terms) {
   if (terms.network != network_access::allowlist || !backend.allowed_hosts) return std::nullopt;
-  for (const auto& host : terms.allowed_hosts) {
-    const auto asked = canonical_host_list({host});
-    const auto within = intersect_host_lists({host}, *backend.allowed_hosts);
-    if (!asked || !within || within.value() != asked.value())
-      return refusal{refusal_reason::network_not_granted,
-                     "the backend's configuration does not allow the host pattern " + host};
-  }
+  if (auto beyond = first_host_beyond(terms.allowed_hosts, *backend.allowed_hosts))
+    return refusal{refusal_reason::network_not_granted,
+                   "the backend's configuration does not allow the host pattern " + *beyond};
   return std::nullopt;
 }
 

@@ -111,3 +111,13 @@ TEST_CASE("two lists share the narrower of each pair, and nothing else") {
   CHECK(spelled(psych::intersect(list({"a.test", "b.test", "c.test"}), list({"c.test", "a.test"}))) ==
         std::vector<std::string>{"a.test", "c.test"});
 }
+
+TEST_CASE("a list is within a cap only when each of its patterns is wholly within it") {
+  const std::vector<std::string> cap{"*.example.com", "other.test:8443"};
+  CHECK_FALSE(psych::first_host_beyond({"api.example.com", "*.eu.example.com", "other.test:8443"}, cap));
+  // Covered by a wider member of the same list does not excuse one beyond the cap.
+  CHECK_FALSE(psych::first_host_beyond({"*.example.com", "x.example.com"}, cap));
+  CHECK(psych::first_host_beyond({"api.example.com", "example.com"}, cap) == "example.com");
+  CHECK(psych::first_host_beyond({"other.test"}, cap) == "other.test");  // 80 and 443 are not 8443
+  CHECK(psych::first_host_beyond({"*.com"}, cap) == "*.com");            // does not parse
+}

@@ -54,13 +54,7 @@ bool caps_within(const Caps& returned, const Caps& offered) {
 bool hosts_within(const code_execution_grant& returned, const code_execution_grant& offered) {
   if (offered.allow_network || !offered.allowed_hosts) return true;
   if (returned.allow_network || !returned.allowed_hosts) return false;
-  const auto asked = canonical_host_list(*returned.allowed_hosts);
-  const auto shared = intersect_host_lists(*returned.allowed_hosts, *offered.allowed_hosts);
-  if (!asked || !shared) return false;
-  auto a = asked.value(), b = shared.value();
-  std::ranges::sort(a);
-  std::ranges::sort(b);
-  return a == b;
+  return !first_host_beyond(*returned.allowed_hosts, *offered.allowed_hosts);
 }
 
 /// What is wrong with a spec's network=allowlist, if anything: a list without the allowlist (it
