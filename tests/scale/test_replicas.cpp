@@ -288,18 +288,19 @@ TEST_CASE("scale: a replica SIGTERMed mid-load drains: what runs there finishes 
   // where it runs first, and calls mark last: a short one that runs when the replica is told to stop
   // makes its call while the replica drains, and must get its answer.
   const auto is_long = [](long n) { return n % 3 == 0; };
+  constexpr int long_sleep = 6;
   const auto program = [&](long n) {
     return fmt::format(
         "import os, time\nawait call_tool('begin', {{'n': {0}, 'where': os.getcwd()}})\ntime.sleep({1})\n"
         "r = await call_tool('mark', {{'n': {0}}})\nr + 1\n",
-        n, is_long(n) ? 6 : 1);
+        n, is_long(n) ? long_sleep : 1);
   };
 
   std::atomic<std::size_t> sent{0};
   std::atomic<bool> keep_going{true};
   clock::time_point stopped, exited, down_seen, up_seen;
   std::optional<int> exit_status;
-  std::vector<std::size_t> running_at_stop;  // on r2 when it got SIGTERM
+  std::vector<std::pair<std::size_t, double>> running_at_stop;  // on r2 when it got SIGTERM, and its age then
   std::string controller_trouble;
   std::thread controller([&] {
     const auto fail = [&](std::string why) {
@@ -317,8 +318,8 @@ TEST_CASE("scale: a replica SIGTERMed mid-load drains: what runs there finishes 
         const auto b = side_effects.begun_of(n);
         if (b.replica != "r2" || side_effects.calls[n] > 0) continue;
         const double age = seconds_between(b.at, now);
-        if (is_long(static_cast<long>(n)) ? age > 5.5 : age > 0.9) continue;  // ending on its own now
-        running_at_stop.push_back(n);
+        if (is_long(static_cast<long>(n)) ? age > long_sleep - 0.5 : age > 0.9) continue;  // ending on its own now
+        running_at_stop.emplace_back(n, age);
         fresh_short = fresh_short || (!is_long(static_cast<long>(n)) && age < 0.4);
         young_long = young_long || (is_long(static_cast<long>(n)) && age < 2);
       }
@@ -382,14 +383,21 @@ TEST_CASE("scale: a replica SIGTERMed mid-load drains: what runs there finishes 
     }
   }
   // What ran on r2 at the SIGTERM: the short ones finished, their calls answered while r2 drained;
-  // the long ones were cancelled at the deadline, not later.
+  // a long one with more than the drain deadline left was cancelled at the deadline, not later. A
+  // long one already near its end (the 6 s sleep had less than the deadline left, give or take a
+  // second of this host's timing) may finish within the drain instead; either way, by the deadline.
   int short_at_stop = 0, long_at_stop = 0;
-  for (const auto n : running_at_stop) {
+  for (const auto& [n, age] : running_at_stop) {
     REQUIRE(n < done.size());
     const auto& o = done[n];
     if (is_long(static_cast<long>(n))) {
       ++long_at_stop;
-      CHECK_MESSAGE(o.kind == psych::failure_kind::cancelled, o.id << " (long, on r2 at the SIGTERM): " << o.message);
+      if (age < long_sleep - drain_seconds - 1)
+        CHECK_MESSAGE(o.kind == psych::failure_kind::cancelled,
+                      o.id << " (long, " << age << " s old on r2 at the SIGTERM): " << (o.ok ? "finished" : o.message));
+      else
+        CHECK_MESSAGE((o.ok || o.kind == psych::failure_kind::cancelled),
+                      o.id << " (long, " << age << " s old on r2 at the SIGTERM): " << o.message);
       CHECK_MESSAGE(seconds_between(stopped, o.ended) < drain_seconds + 3,
                     o.id << " ended " << seconds_between(stopped, o.ended) << " s after the SIGTERM");
     } else {
