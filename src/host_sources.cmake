@@ -77,6 +77,7 @@ set(psych_host_posix_sources
   host/egress/proxy_request.cpp
   host/egress/egress_meters.cpp
   host/egress/connection_clock.cpp
+  host/egress/name_cache.cpp
   host/egress/upstream_dialer.cpp
   host/egress/proxy_connection.cpp
   host/egress/proxy_relay.cpp

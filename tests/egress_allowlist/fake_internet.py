@@ -279,6 +279,13 @@ class FakeInternet:
         return subprocess.run(self.client_argv(argv), env=env, input=input, capture_output=True, text=True,
                               timeout=timeout, preexec_fn=lambda: _die_with_parent(signal.SIGTERM))
 
+    def start(self, argv):
+        """argv started in the client namespace, in the background, quiet; a pid of ours, ended (with
+        SIGTERM) if we are. The caller ends it by that pid."""
+        return subprocess.Popen(self.client_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, close_fds=True,
+                                preexec_fn=lambda: _die_with_parent(signal.SIGTERM))
+
     def mark(self):
         """A point in the log; seen(mark) is what came after it."""
         return os.path.getsize(self.log_path)

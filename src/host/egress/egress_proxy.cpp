@@ -81,7 +81,7 @@ asio::awaitable<void> accept_loop(tcp::acceptor& listener, egress::proxy_context
 }  // namespace
 
 struct egress_proxy::state {
-  explicit state(egress_proxy_options options) : context{std::move(options), {}, {}, 0, 0, {}} {}
+  explicit state(egress_proxy_options options) : context{std::move(options), {}, {}, 0, 0, {}, {}} {}
 
   egress::proxy_context context;  // first: the event loop's connections refer to it until the loop is gone
   std::unique_ptr<asio::io_context> io = std::make_unique<asio::io_context>(1);

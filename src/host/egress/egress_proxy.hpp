@@ -38,6 +38,10 @@ struct egress_proxy_options {
   std::chrono::milliseconds head_timeout{10'000};
   /// Resolving and connecting to the destination, together.
   std::chrono::milliseconds connect_timeout{10'000};
+  /// How long later connections reuse a name's addresses (egress/name_cache.hpp); zero: every
+  /// connection has its name resolved anew. A connection that reaches none of a reused answer's
+  /// addresses has the name resolved again.
+  std::chrono::milliseconds name_cache_for{30'000};
   /// No byte either way for this long ends a connection.
   std::chrono::milliseconds idle_timeout{60'000};
   /// No connection outlives this (the caller passes its execution's wall clock).

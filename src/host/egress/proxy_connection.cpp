@@ -34,7 +34,7 @@ proxy_connection::proxy_connection(proxy_context& context, tcp::socket client, a
       client_(std::move(client)),
       upstream_(client_.get_executor()),
       clock_(client_.get_executor(), context.options.idle_timeout, context.options.connection_lifetime),
-      dialer_(client_.get_executor(), context.options, context.own_listeners),
+      dialer_(client_.get_executor(), context.options, context.own_listeners, context.names),
       buffer_(head_buffer_bytes),
       bytes_left_(context.options.connection_bytes),
       gate_(client_.get_executor(), asio::steady_timer::time_point::max()) {

@@ -22,6 +22,7 @@
 #include "egress/connection_clock.hpp"
 #include "egress/egress_meters.hpp"
 #include "egress/egress_proxy.hpp"
+#include "egress/name_cache.hpp"
 #include "egress/proxy_refusal.hpp"
 #include "egress/proxy_request.hpp"
 #include "egress/upstream_dialer.hpp"
@@ -39,6 +40,7 @@ struct proxy_context {
   std::size_t serving = 0;                     ///< connections admitted, at most options.max_connections
   std::size_t turning_away = 0;                ///< connections being answered 503, at most as many again
   std::unordered_set<proxy_connection*> live;  ///< for stop()
+  name_cache names;                            ///< what the connections' names resolved to
 };
 
 /// Which of the context's counts a connection holds a place in.

@@ -40,8 +40,8 @@ struct upstream_dialer::pending_answer {
 };
 
 upstream_dialer::upstream_dialer(const asio::any_io_executor& executor, const egress_proxy_options& options,
-                                 const std::vector<tcp::endpoint>& own_listeners)
-    : executor_(executor), options_(options), own_listeners_(own_listeners) {}
+                                 const std::vector<tcp::endpoint>& own_listeners, name_cache& names)
+    : executor_(executor), options_(options), own_listeners_(own_listeners), names_(names) {}
 
 void upstream_dialer::cancel() {
   cancelled_ = true;
@@ -64,31 +64,65 @@ asio::awaitable<egress_answer> upstream_dialer::resolve(const std::string& host)
 
 asio::awaitable<refusal_or<void>> upstream_dialer::reach(const proxy_target& target, tcp::socket& socket) {
   const std::string& host = target.host.host;
-  std::vector<asio::ip::address> addresses;
   if (target.host.ip_literal) {
     boost::system::error_code ec;
-    addresses.push_back(asio::ip::make_address(host, ec));
+    const auto address = asio::ip::make_address(host, ec);
     if (ec)
       co_return proxy_refusal{400, proxy_error::http_request_error,
                               fmt::format("the address {}: {}", host, ec.message())};
+    const std::vector<asio::ip::address> only{address};
+    co_return co_await connect(target, only, socket);
+  }
+  auto addresses = co_await addresses_of(host, false);
+  if (!addresses) co_return addresses.error();
+  auto reached = co_await connect(target, addresses.value().permitted, socket);
+  if (reached) co_return reached;
+  // None of the answer's addresses answered: the name may have moved, and the next connection asks
+  // anew. This one does too, at once, if its answer was a reused one (and time is left).
+  names_.forget(host);
+  if (!addresses.value().reused || cancelled_) co_return reached;
+  auto fresh = co_await addresses_of(host, true);
+  if (!fresh) co_return fresh.error();
+  if (fresh.value().permitted == addresses.value().permitted) co_return reached;  // the same: no second try
+  co_return co_await connect(target, fresh.value().permitted, socket);
+}
+
+asio::awaitable<refusal_or<upstream_dialer::destination_addresses>> upstream_dialer::addresses_of(
+    const std::string& host, bool fresh) {
+  destination_addresses out;
+  std::vector<asio::ip::address> answer;
+  if (auto kept = fresh ? std::nullopt : names_.find(host, name_cache::clock::now())) {
+    answer = std::move(*kept);
+    out.reused = true;
   } else {
-    auto answer = co_await resolve(host);
+    auto resolved = co_await resolve(host);
     if (cancelled_)
       co_return proxy_refusal{
           504, proxy_error::dns_timeout,
           fmt::format("resolving {} took longer than {}", host, bound_text(options_.connect_timeout))};
-    if (!answer)
+    if (!resolved)
       co_return proxy_refusal{502, proxy_error::dns_error,
-                              fmt::format("resolving {}: {}", host, answer.error().detail)};
-    if (answer.value().empty())
+                              fmt::format("resolving {}: {}", host, resolved.error().detail)};
+    if (resolved.value().empty())
       co_return proxy_refusal{502, proxy_error::dns_error, fmt::format("{} has no address", host)};
-    auto vetted = vet(answer.value(), options_.treat_as_public);
-    if (vetted.permitted.empty())
-      co_return proxy_refusal{
-          403, proxy_error::destination_ip_prohibited,
-          fmt::format("{} resolves only to addresses never connected to on a name's behalf: {}", host, vetted.refused)};
-    addresses = std::move(vetted.permitted);
+    answer = std::move(resolved).value();
+    if (options_.name_cache_for.count() > 0) {
+      const auto now = name_cache::clock::now();
+      names_.keep(host, answer, now + options_.name_cache_for, now);
+    }
   }
+  auto vetted = vet(answer, options_.treat_as_public);
+  if (vetted.permitted.empty())
+    co_return proxy_refusal{
+        403, proxy_error::destination_ip_prohibited,
+        fmt::format("{} resolves only to addresses never connected to on a name's behalf: {}", host, vetted.refused)};
+  out.permitted = std::move(vetted.permitted);
+  co_return out;
+}
+
+asio::awaitable<refusal_or<void>> upstream_dialer::connect(const proxy_target& target,
+                                                           const std::vector<asio::ip::address>& addresses,
+                                                           tcp::socket& socket) {
   std::optional<boost::system::error_code> last_failure;
   for (const auto& address : addresses) {
     const tcp::endpoint destination(address, target.port);
