@@ -255,7 +255,11 @@ int run() {
   auto started = request.launch.isolation == isolation_level::isolated
                      ? start_isolated(request, cgroup, init_report_fd, keepalive_fd)
                      : start(request);
-  proc_descendants tree;
+  // The run_as uid, where this execution holds it alone and the launcher can take it: the sweep's
+  // last resort against a tree that forks faster than /proc can be scanned (owner_kill.hpp).
+  const auto& run_as = request.launch.run_as;
+  const bool sole_owner = request.identity.drop && run_as && run_as->exclusive && ::geteuid() == 0;
+  proc_descendants tree(sole_owner ? std::optional(request.identity) : std::nullopt);
   if (!started) return report_failed_start(control, started.error(), signals, tree);
   if (!report_started(control, started.value(), signals, tree)) return exit_setup_failed;
   const spawned child = started.value().child;

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "owner_kill.hpp"
 #include "proc.hpp"
 
 namespace psych::launcher {
@@ -55,5 +56,7 @@ bool proc_descendants::signal_exactly(const process_seen& target, int signal) {
   ::close(pidfd);
   return sent;
 }
+
+bool proc_descendants::kill_by_owner() { return sole_owner_ && kill_every_process_of(*sole_owner_); }
 
 }  // namespace psych::launcher

@@ -38,12 +38,31 @@ sweep_result kill_tree(pid_t interpreter, child_exit& exit, const signal_source&
   sweep_result sweep;
   std::set<std::pair<pid_t, unsigned long long>> signalled;
   const auto give_up = std::chrono::steady_clock::now() + patience;
+  bool first_round = true, owner_tried = false;
+  // Killed processes die and their orphans come to the launcher: wait for the SIGCHLD.
+  const auto await_deaths = [&wake] {
+    pollfd woken{wake.fd, POLLIN, 0};
+    ::poll(&woken, 1, 10);
+    wake.drain();
+  };
   for (;;) {
     // Where orphans come back to the launcher, every descendant's parent chain passes through
     // one of its children, so no children at all means no descendants: the common case ends
     // here without a scan. Elsewhere only the scan can say the tree is gone.
     const bool children_left = reap_ended(interpreter, exit);
     if (!children_left && finder.adopts_orphans()) return sweep;
+    // Something is left (a child, or, where orphans go elsewhere, a round that did not end it).
+    // Where the uid is the execution's alone, one kill(-1) as it ends all of it at once, which no
+    // fork outruns, before any scan of /proc (a scan can fall a generation behind a chain that
+    // forks and exits, and takes longest exactly then); the rounds below only reap and check.
+    if (!owner_tried && (children_left || !first_round)) {
+      owner_tried = true;
+      if (finder.kill_by_owner()) {
+        first_round = false;
+        await_deaths();
+        continue;
+      }
+    }
     const auto descendants = finder.descendants();
     if (!children_left && descendants.empty()) return sweep;
     // Stop them all before killing any: a process killed first would otherwise wake its parent,
@@ -57,15 +76,13 @@ sweep_result kill_tree(pid_t interpreter, child_exit& exit, const signal_source&
           process.pid != interpreter)
         ++sweep.killed;
     }
+    first_round = false;
     if (std::chrono::steady_clock::now() >= give_up) {
       // Something remains (a child to reap, or a process the finder still sees).
       sweep.survivors = std::max<std::int64_t>(static_cast<std::int64_t>(descendants.size()), 1);
       return sweep;
     }
-    // Killed processes die and their orphans come to the launcher: wait for the SIGCHLD.
-    pollfd woken{wake.fd, POLLIN, 0};
-    ::poll(&woken, 1, 10);
-    wake.drain();
+    await_deaths();
   }
 }
 

@@ -47,6 +47,10 @@ class descendant_finder {
   /// Sends `signal` to exactly the process `target` names, never to one that took its pid since
   /// the scan. False: it is gone (or was not signalled).
   virtual bool signal_exactly(const process_seen& target, int signal) = 0;
+  /// SIGKILLs every process of the program's uid at once, where that uid is the execution's alone
+  /// (linux/owner_kill.hpp): what a scan cannot catch (a chain that forks faster than /proc is
+  /// read) this does. False where it cannot (no such uid, or the kill failed).
+  virtual bool kill_by_owner() { return false; }
 };
 
 struct sweep_result {
@@ -56,7 +60,9 @@ struct sweep_result {
 
 /// SIGKILLs every descendant (the interpreter too, if it still runs) round after round until
 /// none is left, reaping each; between rounds it sleeps on `wake` (SIGCHLD), for at most
-/// `patience` in all.
+/// `patience` in all. Once something is found left (a child to reap, or a round's survivors), the
+/// finder's kill_by_owner() is tried first, once. `killed` counts what the rounds signalled by pid,
+/// not what the owner's kill ended.
 sweep_result kill_tree(pid_t interpreter, child_exit& exit, const signal_source& wake, descendant_finder& finder,
                        std::chrono::milliseconds patience = std::chrono::seconds(5));
 
