@@ -23,11 +23,14 @@ systemd-analyze verify "$work/psych-serve.service"
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")
 [ -n "$caps" ] || { echo "FAIL: no CapabilityBoundingSet in $unit"; exit 1; }
 printf 'import os\nreturn os.getuid()\n' > "$work/program.py"
-# A tree left running under the execution's uid, which only CAP_KILL lets the launcher end.
-# It prints the process's pid: at the PROCESS level a host pid, which the test ends itself if the
+# A tree left running under the execution's uid. With a uid per execution (the default) the
+# launcher ends it as that uid; with one uid shared by every execution (shared.json: run_as_uid
+# in the config file, a deployment the unit must serve too) only CAP_KILL lets it. It prints the
+# process's pid: at the PROCESS level a host pid, which the test ends itself if the
 # launcher could not (/proc/PID/cmdline checked first, so only that process is ever signalled).
 printf 'import subprocess\nprint(subprocess.Popen(["/bin/sleep", "60"], start_new_session=True).pid)\nreturn 1\n' \
   > "$work/leaves_a_process.py"
+printf '{"run_as_uid": 1500380, "run_as_gid": 1500380}\n' > "$work/shared.json"
 end_leftover() {  # the JSON of a run at the PROCESS level
   local pid
   pid=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["stdout"].strip())' < "$1" 2>/dev/null) || return 0
@@ -43,15 +46,16 @@ r = json.load(sys.stdin)
 print(json.dumps({"value": r["value"], "guarantees": r["guarantees"], "problems": r["problems"],
                   "failure": (r["failure"] or {}).get("message")}, sort_keys=True))'
 }
-run_with() {  # bounding set ("all": root's own), backend, program
-  local bounding=-all
+run_with() {  # bounding set ("all": root's own), backend, program[:shared]
+  local bounding=-all program=${3%:shared} config=()
+  [ "$3" != "$program" ] && config=(--config "$work/shared.json")
   # psych's exit status says how the program ended; the verdict is in its JSON.
   if [ "$1" = all ]; then
-    "$psych" run --backend "$2" --json "$3" > "$work/result.json" || true
+    "$psych" run --backend "$2" "${config[@]}" --json "$program" > "$work/result.json" || true
   else
     for cap in $1; do bounding+=",+$(echo "${cap#CAP_}" | tr 'A-Z' 'a-z')"; done
-    setpriv --bounding-set="$bounding" --inh-caps=-all -- "$psych" run --backend "$2" --json "$3" \
-      > "$work/result.json" || true
+    setpriv --bounding-set="$bounding" --inh-caps=-all -- "$psych" run --backend "$2" "${config[@]}" --json \
+      "$program" > "$work/result.json" || true
   fi
   [ "$2" = linux-process ] && end_leftover "$work/result.json"
   verdict < "$work/result.json"
@@ -62,7 +66,7 @@ run_with() {  # bounding set ("all": root's own), backend, program
 status=0
 declare -A full
 for backend in linux-namespaces linux-process; do
-  for program in program.py leaves_a_process.py; do
+  for program in program.py leaves_a_process.py leaves_a_process.py:shared; do
     full[$backend $program]=$(run_with all "$backend" "$work/$program")
     got=$(run_with "$caps" "$backend" "$work/$program")
     if [ "$got" != "${full[$backend $program]}" ]; then
@@ -81,7 +85,7 @@ for dropped in $caps; do
   fewer=$(echo " $caps " | sed "s/ $dropped / /" | xargs)
   needed=no
   for backend in linux-namespaces linux-process; do
-    for program in program.py leaves_a_process.py; do
+    for program in program.py leaves_a_process.py leaves_a_process.py:shared; do
       got=$(run_with "$fewer" "$backend" "$work/$program")
       if [ "$got" != "${full[$backend $program]}" ]; then
         needed=yes
