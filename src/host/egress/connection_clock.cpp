@@ -23,13 +23,20 @@ connection_clock::connection_clock(const boost::asio::any_io_executor& executor,
 void connection_clock::step(std::optional<std::chrono::milliseconds> limit) {
   end_of_step_.reset();
   if (limit) end_of_step_ = later(clock::now(), *limit);
-  timer_.cancel();  // the watch sleeps toward the old nearest bound: wake it to take the new one
+  wake_if_sooner();
 }
 
 void connection_clock::flowing() {
   flowing_ = true;
   touch();
-  timer_.cancel();
+  wake_if_sooner();
+}
+
+void connection_clock::wake_if_sooner() {
+  // A later bound needs no wake: the watch, woken at the old one, finds it not passed and sleeps on
+  // toward the new. Waking it for nothing costs a timer update and a turn of the event loop each
+  // time, and a connection takes several steps before its first byte.
+  if (sleeping_until_ && nearest().first < *sleeping_until_) timer_.cancel();
 }
 
 std::pair<connection_clock::clock::time_point, expiry> connection_clock::nearest() const {
@@ -56,9 +63,11 @@ boost::asio::awaitable<void> connection_clock::watch(const std::function<void()>
       continue;
     }
     timer_.expires_at(when);
-    // Woken early by a new step or by stop(): the loop looks again. An idle bound that bytes have
-    // moved since is slept toward anew.
+    // Woken early by a sooner bound or by stop(): the loop looks again. An idle bound that bytes
+    // have moved since, or a step that was replaced by a later one, is slept toward anew.
+    sleeping_until_ = when;
     co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    sleeping_until_.reset();
   }
 }
 

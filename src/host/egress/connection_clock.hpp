@@ -38,6 +38,8 @@ class connection_clock {
  private:
   /// The nearest bound and when it passes.
   [[nodiscard]] std::pair<clock::time_point, expiry> nearest() const;
+  /// Wakes the watch when the nearest bound now passes before the one it sleeps toward.
+  void wake_if_sooner();
 
   boost::asio::steady_timer timer_;
   std::chrono::milliseconds idle_;
@@ -47,6 +49,8 @@ class connection_clock {
   bool stopped_ = false;
   clock::time_point last_moved_;
   expiry expired_ = expiry::none;
+  /// What the watch sleeps toward; nullopt while it does not sleep.
+  std::optional<clock::time_point> sleeping_until_;
 };
 
 }  // namespace psych::host::egress
