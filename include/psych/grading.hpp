@@ -334,12 +334,15 @@ inline containment_grade grade_containment(const grading_expectation& e, const m
   const auto nproc = detail::grade_rlimit(
       "process_count", seen.process_count, set.process_count,
       static_cast<std::int64_t>(want.process_count.value) + m.process_count_base, true, problems);
-  // A Job Object's active process limit counts the tree, whatever account it runs as.
+  // A Job Object's active process limit counts the tree, whatever account it runs as; so does the
+  // cgroup's pids.max, where the child read it back from inside equal to the count plus the base
+  // (the sandbox's init, which the cgroup holds too), as memory is graded from memory.max.
   const auto process_count = static_cast<std::int64_t>(want.process_count.value);
   const bool process_count_job = detail::job_holds(m, c, &job_readback::active_processes_limit, process_count);
-  g.process_count = weakest(nproc, e.run_as_uid        ? g.identity
-                                   : process_count_job ? enforcement::enforced
-                                                       : enforcement::unverified);
+  const bool process_count_cgroup = cgroup && c.cgroup_pids_limit == process_count + m.process_count_base;
+  g.process_count = weakest(nproc, process_count_job || process_count_cgroup ? enforcement::enforced
+                                   : e.run_as_uid                            ? g.identity
+                                                                             : enforcement::unverified);
   // The clock is held outside the sandbox, by the launcher and the host.
   g.wall_clock = enforcement::enforced;
   g.environment = detail::grade_environment(e, c, problems);

@@ -376,6 +376,36 @@ TEST_CASE("ISOLATED needs every boundary observed") {
     const auto graded = grade_containment(unprivileged, applied_unprivileged, c);
     CHECK(graded.grades.identity == enforcement::unavailable);
     CHECK(graded.achieved == isolation_level::isolated);
+    // RLIMIT_NPROC counts the worker's uid, shared with everything else it runs; the cgroup's
+    // pids.max counts this tree alone.
+    CHECK(graded.grades.process_count == enforcement::enforced);
+    SUBCASE("process_count: pids.max not read back, or not the count plus init, or no cgroup: unverified") {
+      auto unread = c;
+      unread.cgroup_pids_limit = -1;
+      CHECK(grade_containment(unprivileged, applied_unprivileged, unread).grades.process_count ==
+            enforcement::unverified);
+      auto other = c;
+      other.cgroup_pids_limit = 64;  // the count without the sandbox's init: not what the launcher sets
+      CHECK(grade_containment(unprivileged, applied_unprivileged, other).grades.process_count ==
+            enforcement::unverified);
+      auto no_cgroup = applied_unprivileged;
+      no_cgroup.cgroup = "none";
+      CHECK(grade_containment(unprivileged, no_cgroup, c).grades.process_count == enforcement::unverified);
+    }
+  }
+  SUBCASE("process_count: the cgroup's pids.max holds the tree even where the identity drop failed") {
+    auto c = good;
+    c.uid_map = "0 0 1";  // not the requested uid: identity unavailable
+    const auto graded = grade_containment(e, m, c);
+    CHECK(graded.grades.identity == enforcement::unavailable);
+    CHECK(graded.grades.process_count == enforcement::enforced);
+    c.cgroup_pids_limit = -1;
+    CHECK(grade_containment(e, m, c).grades.process_count == enforcement::unavailable);
+  }
+  SUBCASE("process_count: an rlimit read back wrong is unavailable, whatever the cgroup says") {
+    auto c = good;
+    c.rlimits.process_count = {99, 99};
+    CHECK(grade_containment(e, m, c).grades.process_count == enforcement::unavailable);
   }
 }
 
