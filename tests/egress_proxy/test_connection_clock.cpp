@@ -43,7 +43,7 @@ std::pair<expiry, steady::duration> first_expiry(std::chrono::milliseconds idle,
   return {bounds.expired(), *passed_after};
 }
 
-boost::asio::awaitable<void> pause(std::chrono::milliseconds span) {
+boost::asio::awaitable<void> let_time_pass(std::chrono::milliseconds span) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, span);
   co_await timer.async_wait(boost::asio::use_awaitable);
 }
@@ -53,7 +53,7 @@ boost::asio::awaitable<void> pause(std::chrono::milliseconds span) {
 TEST_CASE("a step replaced by a sooner one ends at the sooner one") {
   const auto [which, after] = first_expiry(1h, 1h, [](connection_clock& bounds) -> boost::asio::awaitable<void> {
     bounds.step(30s);
-    co_await pause(50ms);  // the watch sleeps toward the 30 s
+    co_await let_time_pass(50ms);  // the watch sleeps toward the 30 s
     bounds.step(100ms);
   });
   CHECK(which == expiry::step);
@@ -64,7 +64,7 @@ TEST_CASE("a step replaced by a sooner one ends at the sooner one") {
 TEST_CASE("a step replaced by a later one does not end at the earlier one") {
   const auto [which, after] = first_expiry(1h, 1h, [](connection_clock& bounds) -> boost::asio::awaitable<void> {
     bounds.step(100ms);
-    co_await pause(20ms);  // the watch sleeps toward the 100 ms
+    co_await let_time_pass(20ms);  // the watch sleeps toward the 100 ms
     bounds.step(400ms);
   });
   CHECK(which == expiry::step);
@@ -75,7 +75,7 @@ TEST_CASE("a step replaced by a later one does not end at the earlier one") {
 TEST_CASE("a step cleared leaves the lifetime") {
   const auto [which, after] = first_expiry(1h, 300ms, [](connection_clock& bounds) -> boost::asio::awaitable<void> {
     bounds.step(100ms);
-    co_await pause(20ms);
+    co_await let_time_pass(20ms);
     bounds.step(std::nullopt);
   });
   CHECK(which == expiry::lifetime);
@@ -86,11 +86,11 @@ TEST_CASE("a step cleared leaves the lifetime") {
 TEST_CASE("bytes flowing bring in the idle bound, sooner than the step before them") {
   const auto [which, after] = first_expiry(200ms, 1h, [](connection_clock& bounds) -> boost::asio::awaitable<void> {
     bounds.step(30s);
-    co_await pause(50ms);
+    co_await let_time_pass(50ms);
     bounds.step(std::nullopt);
     bounds.flowing();
     for (int i = 0; i < 3; ++i) {  // a byte every 100 ms keeps the connection alive
-      co_await pause(100ms);
+      co_await let_time_pass(100ms);
       bounds.touch();
     }
   });
