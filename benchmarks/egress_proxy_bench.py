@@ -195,13 +195,12 @@ def main():
             this_round = {name: contenders[name]() for name in order}
             for name, fetched in this_round.items():
                 times[name] += fetched["seconds"]
-            direct_median = statistics.median(this_round["direct"]["seconds"])
+            medians = {name: statistics.median(fetched["seconds"]) for name, fetched in this_round.items()}
             for name, of_name in ratios.items():
-                of_name.append(statistics.median(this_round[name]["seconds"]) / direct_median)
+                of_name.append(medians[name] / medians["direct"])
             first_ratios.append(this_round["proxy"]["first"] / this_round["direct"]["first"])
             if relay:
-                over_relay.append(statistics.median(this_round["proxy"]["seconds"]) /
-                                  statistics.median(this_round["relay"]["seconds"]))
+                over_relay.append(medians["proxy"] / medians["relay"])
     fetches = len(times["direct"])
     for name in ("direct", "relay", "proxy"):
         if name in times:

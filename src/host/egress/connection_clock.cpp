@@ -33,10 +33,11 @@ void connection_clock::flowing() {
 }
 
 void connection_clock::wake_if_sooner() {
-  // A later bound needs no wake: the watch, woken at the old one, finds it not passed and sleeps on
-  // toward the new. Waking it for nothing costs a timer update and a turn of the event loop each
-  // time, and a connection takes several steps before its first byte.
-  if (sleeping_until_ && nearest().first < *sleeping_until_) timer_.cancel();
+  // The timer's expiry is what the watch sleeps toward (the epoch before its first sleep). A later
+  // bound needs no wake: the watch, woken at the old one, finds it not passed and sleeps on toward
+  // the new. Waking it for nothing costs a timer update and a turn of the event loop each time, and
+  // a connection takes several steps before its first byte.
+  if (nearest().first < timer_.expiry()) timer_.cancel();
 }
 
 std::pair<connection_clock::clock::time_point, expiry> connection_clock::nearest() const {
@@ -65,9 +66,7 @@ boost::asio::awaitable<void> connection_clock::watch(const std::function<void()>
     timer_.expires_at(when);
     // Woken early by a sooner bound or by stop(): the loop looks again. An idle bound that bytes
     // have moved since, or a step that was replaced by a later one, is slept toward anew.
-    sleeping_until_ = when;
     co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-    sleeping_until_.reset();
   }
 }
 

@@ -49,8 +49,6 @@ class connection_clock {
   bool stopped_ = false;
   clock::time_point last_moved_;
   expiry expired_ = expiry::none;
-  /// What the watch sleeps toward; nullopt while it does not sleep.
-  std::optional<clock::time_point> sleeping_until_;
 };
 
 }  // namespace psych::host::egress
